@@ -1,0 +1,50 @@
+// CPU backend kernel interface. Each op has one entry in the explicit table of
+// kernel_table.cpp (no self-registration). A kernel's prepare step validates
+// the node completely (dtypes, shapes via kite::ops, attributes), captures the
+// tensor pointers (stable for the session) and precomputes what it can; its
+// run step only computes: no allocation, no validation, no logging.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kite/backend.h"
+#include "kite/ops/op_node.h"
+#include "thread_pool.h"
+
+namespace kite::cpu {
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void run(ThreadPool& pool) = 0;
+};
+
+// What prepare gets: the ABI node (data pointers, valid until release) and
+// the same node as a kite::ops::OpNode (names, shapes, attributes).
+struct KernelArgs {
+  const kite_backend_node* node;
+  const kite::ops::OpNode* op;
+
+  void* input_data(int i) const { return node->inputs[i] ? node->inputs[i]->data : nullptr; }
+  void* output_data(int i) const { return node->outputs[i]->data; }
+};
+
+// Returns "" when the kernel runs this node, else a short reason
+// ("dtype int64 not supported"). Must not read tensor data.
+using CheckFn = std::string (*)(const kite::ops::OpNode& op);
+// Builds the kernel, or returns null with a message naming node and tensor.
+using PrepareFn = std::unique_ptr<Kernel> (*)(const KernelArgs& args, std::string* err);
+
+struct KernelEntry {
+  const char* op;
+  CheckFn check;
+  PrepareFn prepare;
+};
+
+// The explicit table of the CPU backend's kernels, keyed by op type.
+const std::vector<KernelEntry>& kernel_table();
+const KernelEntry* find_kernel(const std::string& op);
+
+}  // namespace kite::cpu

@@ -1,0 +1,78 @@
+// The converter's in-memory graph: static shapes and dtypes, constants with
+// their bytes, fused nodes with their bodies, subgraphs for If. It mirrors
+// schemas/kite.fbs so that writing a file is a direct translation.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kite/kite.h"
+#include "kite/ops/op_node.h"
+
+namespace kite::ir {
+
+enum class TensorKind : int8_t { Activation = 0, Input = 1, Output = 2, Constant = 3, Scratch = 4 };
+
+struct Tensor {
+  std::string name;
+  kite_dtype dtype = KITE_DTYPE_UNDEFINED;
+  std::vector<int64_t> shape;
+  bool shape_known = false;
+  TensorKind kind = TensorKind::Activation;
+  std::vector<uint8_t> data;  // Constant: little-endian element bytes (bool: 1 byte)
+
+  bool is_constant() const { return kind == TensorKind::Constant; }
+  uint64_t byte_size() const;  // from dtype and shape
+};
+
+using Attr = kite::ops::Attr;
+
+struct Node {
+  std::string name;
+  std::string op;
+  std::string domain;        // "" for ai.onnx
+  std::vector<int> inputs;   // tensor indices, -1 for an absent optional input
+  std::vector<int> outputs;
+  std::vector<Attr> attrs;
+  std::string fused_pattern;  // non-empty for fused nodes
+  std::vector<Node> body;     // primitive nodes a fused node replaced
+
+  const Attr* find_attr(const std::string& attr_name) const;
+};
+
+struct Graph {
+  std::string name;
+  std::vector<Node> nodes;   // execution order
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+};
+
+struct MemoryPlan {
+  uint64_t arena_size = 0;
+  uint64_t alignment = 256;
+  uint64_t lower_bound = 0;
+  uint64_t naive_size = 0;
+  std::string strategy;
+  std::vector<uint64_t> offsets;  // per tensor; unused for constants
+};
+
+struct Model {
+  int64_t source_opset = 0;
+  std::string producer;
+  std::vector<Tensor> tensors;
+  std::vector<Graph> graphs;  // graphs[0] is the main graph
+  MemoryPlan plan;
+
+  int add_tensor(Tensor t);
+  int find_tensor(const std::string& name) const;  // -1 if none
+  Graph& main() { return graphs.at(0); }
+  const Graph& main() const { return graphs.at(0); }
+};
+
+// Builds the shared op description of a node (for shape inference and for
+// evaluating it with the CPU kernels).
+kite::ops::OpNode to_op_node(const Model& model, const Node& node);
+
+}  // namespace kite::ir

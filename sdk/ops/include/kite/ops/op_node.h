@@ -1,0 +1,92 @@
+// Operator descriptions shared by the converter and the backends.
+//
+// One implementation of each op's shape and dtype rules serves both sides:
+// the converter infers shapes with it, and a backend's prepare step checks
+// that the shapes a file declares are the ones the op produces, so a hostile
+// file cannot make a kernel read or write out of bounds.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kite/backend.h"
+#include "kite/kite.h"
+
+namespace kite::ops {
+
+// Bytes per element (0 for undefined).
+size_t dtype_size(kite_dtype dtype);
+const char* dtype_name(kite_dtype dtype);
+
+// Product of dims; false when a dim is negative or the product (or the byte
+// size) overflows int64.
+bool checked_numel(const std::vector<int64_t>& shape, int64_t* out);
+bool checked_byte_size(kite_dtype dtype, const std::vector<int64_t>& shape, uint64_t* out);
+std::string shape_string(const std::vector<int64_t>& shape);  // "1x3x224x224", "scalar"
+
+struct Attr {
+  std::string name;
+  kite_attr_type type = KITE_ATTR_UNDEFINED;
+  int64_t i = 0;          // INT, GRAPH
+  float f = 0.0f;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  std::vector<std::string> strings;
+};
+
+struct TensorType {
+  bool present = true;        // false: absent optional input
+  std::string name;
+  kite_dtype dtype = KITE_DTYPE_UNDEFINED;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;  // the value, when known (constants); else null
+
+  int64_t numel() const;       // assumes a valid shape
+  int rank() const { return static_cast<int>(shape.size()); }
+};
+
+struct OpNode {
+  std::string name;
+  std::string op;
+  std::string domain;
+  std::vector<TensorType> inputs;
+  std::vector<Attr> attrs;
+  int num_outputs = 1;
+
+  const Attr* find_attr(const std::string& attr_name) const;
+  int64_t attr_int(const std::string& attr_name, int64_t fallback) const;
+  float attr_float(const std::string& attr_name, float fallback) const;
+  std::string attr_string(const std::string& attr_name, const std::string& fallback) const;
+  std::vector<int64_t> attr_ints(const std::string& attr_name,
+                                 const std::vector<int64_t>& fallback) const;
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i].present; }
+  // "Conv 'layer1.0.conv1'" for messages.
+  std::string label() const;
+};
+
+// Builds an OpNode from a backend ABI node (copies names, shapes, attrs; keeps
+// data pointers of constant inputs).
+OpNode from_backend_node(const kite_backend_node& node);
+
+// Computes the outputs' dtypes and shapes from the inputs and attributes.
+// Returns false with a message naming the node, the tensor and the bad value
+// (e.g. "Conv 'c1': input 'x' has 3 dims, expected 4").
+bool infer_types(const OpNode& node, std::vector<TensorType>* outputs, std::string* err);
+
+// True if infer_types knows this op (domain "" / ai.onnx).
+bool is_known_op(const std::string& op);
+std::vector<std::string> known_ops();
+
+// Checks that declared outputs match what infer_types computes (dtype and
+// shape). Used by backends at prepare time.
+bool check_declared_outputs(const OpNode& node, const std::vector<TensorType>& declared,
+                            std::string* err);
+
+// Numpy-style broadcast of two shapes; false if incompatible.
+bool broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                      std::vector<int64_t>* out);
+
+}  // namespace kite::ops
