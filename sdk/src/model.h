@@ -1,0 +1,94 @@
+// A loaded, verified .kite model. Immutable after loading, so any number of
+// sessions on any threads may share it (weights are not copied).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kite/backend.h"
+#include "kite/ops/op_node.h"
+#include "status.h"
+
+namespace kite::rt {
+
+enum class TensorKind : int8_t { Activation = 0, Input = 1, Output = 2, Constant = 3, Scratch = 4 };
+
+struct TensorRec {
+  std::string name;
+  kite_dtype dtype = KITE_DTYPE_UNDEFINED;
+  std::vector<int64_t> shape;
+  uint64_t byte_size = 0;
+  TensorKind kind = TensorKind::Activation;
+  const uint8_t* const_data = nullptr;  // Constant: inside the mapped file
+  uint64_t arena_offset = 0;            // others: offset in the session arena
+
+  bool is_constant() const { return kind == TensorKind::Constant; }
+};
+
+struct NodeRec {
+  std::string name;
+  std::string op;
+  std::string domain;
+  std::string fused_pattern;
+  std::vector<int> inputs;   // -1: absent optional input
+  std::vector<int> outputs;
+  std::vector<kite::ops::Attr> attrs;
+  std::vector<NodeRec> body;
+  // The attributes in ABI form, pointing into attrs (built once at load).
+  std::vector<kite_backend_attr> abi_attrs;
+  std::vector<std::vector<const char*>> abi_attr_strings;
+};
+
+struct GraphRec {
+  std::string name;
+  std::vector<NodeRec> nodes;
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+};
+
+struct PlanRec {
+  uint64_t arena_size = 0;
+  uint64_t alignment = 0;
+  uint64_t lower_bound = 0;
+  uint64_t naive_size = 0;
+  std::string strategy;
+};
+
+// Owns the file bytes: an mmap of the file, or a heap copy of caller memory.
+class FileBytes {
+ public:
+  virtual ~FileBytes() = default;
+  virtual const uint8_t* data() const = 0;
+  virtual uint64_t size() const = 0;
+};
+
+class Model {
+ public:
+  static Status load_file(const std::string& path, std::shared_ptr<Model>* out);
+  static Status load_memory(const void* data, size_t size, std::shared_ptr<Model>* out);
+
+  int format_major = 0;
+  int format_minor = 0;
+  std::string producer;
+  int64_t source_opset = 0;
+  std::vector<TensorRec> tensors;
+  std::vector<GraphRec> graphs;
+  PlanRec plan;
+
+  const GraphRec& main_graph() const { return graphs.front(); }
+
+ private:
+  friend Status decode_and_verify(std::unique_ptr<FileBytes> bytes, const std::string& origin,
+                                  std::shared_ptr<Model>* out);
+  std::unique_ptr<FileBytes> bytes_;
+};
+
+// Verifies everything (FlatBuffers verifier, version, every index, shape, byte
+// size, blob range and arena offset) and decodes into a Model. origin names
+// the file in messages.
+Status decode_and_verify(std::unique_ptr<FileBytes> bytes, const std::string& origin,
+                         std::shared_ptr<Model>* out);
+
+}  // namespace kite::rt

@@ -1,0 +1,384 @@
+// Verification of an untrusted .kite file. Nothing past this point trusts the
+// file: every index, shape, byte size, blob range and arena offset is checked
+// here, and each op's shapes are checked again by the backend at prepare.
+#include <cstring>
+#include <limits>
+
+#include "kite/kite_generated.h"
+#include "model.h"
+
+namespace kite::rt {
+namespace {
+
+namespace fb = kite::fb;
+
+std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
+std::string tensor_label(const std::vector<TensorRec>& tensors, int index) {
+  return "tensor " + std::to_string(index) + " '" + tensors[static_cast<size_t>(index)].name + "'";
+}
+
+class Verifier {
+ public:
+  Verifier(const uint8_t* data, uint64_t size, std::string origin)
+      : data_(data), size_(size), origin_(std::move(origin)) {}
+
+  Status run(Model* model);
+
+ private:
+  Status fail(const std::string& what) const {
+    return Status(KITE_ERROR_INVALID_MODEL, "invalid model " + origin_ + ": " + what);
+  }
+  Status decode_tensors(const fb::Model& m, Model* model);
+  Status decode_graph(const fb::Model& m, int graph_index, Model* model);
+  Status decode_node(const fb::Node& n, const std::string& where, int graph_index,
+                     int graph_count, int depth, const Model& model, NodeRec* out);
+  Status decode_plan(const fb::Model& m, Model* model);
+
+  const uint8_t* data_;
+  uint64_t size_;
+  std::string origin_;
+};
+
+Status Verifier::run(Model* model) {
+  if (size_ < 8) {
+    return fail("file is " + std::to_string(size_) + " bytes, too short for a Kite model");
+  }
+  if (!fb::ModelBufferHasIdentifier(data_)) {
+    char id[5] = {0, 0, 0, 0, 0};
+    for (int i = 0; i < 4; ++i) {
+      char c = static_cast<char>(data_[4 + i]);
+      id[i] = (c >= 32 && c < 127) ? c : '?';
+    }
+    return fail(std::string("file identifier is '") + id + "', expected '" +
+                fb::ModelIdentifier() + "' (not a .kite file)");
+  }
+  if (size_ > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return fail("file too large");
+  }
+  // The FlatBuffer part is at most 2 GiB; the verifier checks every table,
+  // vector and string against the buffer's length.
+  const size_t fb_limit = static_cast<size_t>(
+      std::min<uint64_t>(size_, static_cast<uint64_t>(FLATBUFFERS_MAX_BUFFER_SIZE - 1)));
+  flatbuffers::Verifier::Options vopts;
+  vopts.max_depth = 64;
+  vopts.max_tables = 1u << 26;
+  flatbuffers::Verifier verifier(data_, fb_limit, vopts);
+  if (!fb::VerifyModelBuffer(verifier)) {
+    return fail("FlatBuffers verification failed (corrupt or truncated file)");
+  }
+  const fb::Model& m = *fb::GetModel(data_);
+
+  model->format_major = m.format_major();
+  model->format_minor = m.format_minor();
+  if (m.format_major() > KITE_FORMAT_MAJOR) {
+    return Status(KITE_ERROR_UNSUPPORTED_VERSION,
+                  "model " + origin_ + " has format version " + std::to_string(m.format_major()) +
+                      "." + std::to_string(m.format_minor()) +
+                      ", newer than the newest this runtime reads (" +
+                      std::to_string(KITE_FORMAT_MAJOR) + "." + std::to_string(KITE_FORMAT_MINOR) +
+                      "); upgrade Kite or convert with an older kite-convert");
+  }
+  if (m.format_major() == 0) return fail("format major version is 0 (missing)");
+  if (m.file_size() != size_) {
+    return fail("file is " + std::to_string(size_) + " bytes but its header says " +
+                std::to_string(m.file_size()) + " (truncated or padded)");
+  }
+  model->producer = str(m.producer());
+  model->source_opset = m.source_opset();
+
+  Status s = decode_tensors(m, model);
+  if (!s.is_ok()) return s;
+  if (!m.graphs() || m.graphs()->size() == 0) return fail("no graphs");
+  if (m.graphs()->size() > static_cast<uint32_t>(std::numeric_limits<int>::max())) {
+    return fail("too many graphs");
+  }
+  model->graphs.resize(m.graphs()->size());
+  for (int g = 0; g < static_cast<int>(m.graphs()->size()); ++g) {
+    s = decode_graph(m, g, model);
+    if (!s.is_ok()) return s;
+  }
+  // The application sees graph 0's inputs and outputs.
+  const GraphRec& main = model->graphs[0];
+  for (int t : main.inputs) {
+    if (model->tensors[static_cast<size_t>(t)].kind != TensorKind::Input) {
+      return fail("main graph input " + tensor_label(model->tensors, t) + " is not of kind Input");
+    }
+  }
+  for (int t : main.outputs) {
+    if (model->tensors[static_cast<size_t>(t)].is_constant()) {
+      return fail("main graph output " + tensor_label(model->tensors, t) + " is a constant");
+    }
+  }
+  return decode_plan(m, model);
+}
+
+Status Verifier::decode_tensors(const fb::Model& m, Model* model) {
+  if (!m.tensors()) return fail("no tensor table");
+  const auto& tensors = *m.tensors();
+  const uint64_t blob_count = m.blobs() ? m.blobs()->size() : 0;
+  const uint64_t alignment = m.blob_alignment();
+  if (blob_count > 0 && (alignment < 64 || (alignment & (alignment - 1)) != 0)) {
+    return fail("blob alignment " + std::to_string(alignment) + " is not a power of two >= 64");
+  }
+  if (tensors.size() > static_cast<uint32_t>(std::numeric_limits<int>::max())) {
+    return fail("too many tensors");
+  }
+  model->tensors.resize(tensors.size());
+  for (uint32_t i = 0; i < tensors.size(); ++i) {
+    const fb::Tensor* t = tensors.Get(i);
+    TensorRec& rec = model->tensors[i];
+    rec.name = str(t->name());
+    const std::string label = "tensor " + std::to_string(i) + " '" + rec.name + "'";
+    const int dtype = static_cast<int>(t->dtype());
+    if (kite::ops::dtype_size(static_cast<kite_dtype>(dtype)) == 0) {
+      return fail(label + " has unknown dtype " + std::to_string(dtype));
+    }
+    rec.dtype = static_cast<kite_dtype>(dtype);
+    const int kind = static_cast<int>(t->kind());
+    if (kind < 0 || kind > static_cast<int>(fb::TensorKind::MAX)) {
+      return fail(label + " has unknown kind " + std::to_string(kind));
+    }
+    rec.kind = static_cast<TensorKind>(kind);
+    if (t->shape()) {
+      if (t->shape()->size() > KITE_MAX_RANK) {
+        return fail(label + " has rank " + std::to_string(t->shape()->size()) +
+                    ", more than the maximum " + std::to_string(KITE_MAX_RANK));
+      }
+      rec.shape.assign(t->shape()->begin(), t->shape()->end());
+    }
+    for (size_t d = 0; d < rec.shape.size(); ++d) {
+      if (rec.shape[d] < 0) {
+        return fail(label + " has negative dim " + std::to_string(rec.shape[d]) + " at axis " +
+                    std::to_string(d));
+      }
+    }
+    if (!kite::ops::checked_byte_size(rec.dtype, rec.shape, &rec.byte_size)) {
+      return fail(label + " shape " + kite::ops::shape_string(rec.shape) +
+                  " overflows 64-bit byte size");
+    }
+    if (rec.is_constant()) {
+      const int blob = t->blob();
+      if (blob < 0 || static_cast<uint64_t>(blob) >= blob_count) {
+        return fail(label + " is a constant with blob index " + std::to_string(blob) +
+                    " out of range (" + std::to_string(blob_count) + " blobs)");
+      }
+      const fb::Blob* b = m.blobs()->Get(static_cast<uint32_t>(blob));
+      if (b->offset() > size_ || b->size() > size_ - b->offset()) {
+        return fail(label + " blob " + std::to_string(blob) + " range [" +
+                    std::to_string(b->offset()) + ", +" + std::to_string(b->size()) +
+                    ") is past the end of the file (" + std::to_string(size_) + " bytes)");
+      }
+      if (b->offset() % alignment != 0) {
+        return fail(label + " blob " + std::to_string(blob) + " offset " +
+                    std::to_string(b->offset()) + " is not aligned to " +
+                    std::to_string(alignment));
+      }
+      if (b->size() != rec.byte_size) {
+        return fail(label + " blob " + std::to_string(blob) + " holds " +
+                    std::to_string(b->size()) + " bytes, but shape " +
+                    kite::ops::shape_string(rec.shape) + " of " +
+                    kite::ops::dtype_name(rec.dtype) + " needs " + std::to_string(rec.byte_size));
+      }
+      rec.const_data = data_ + b->offset();
+    } else if (t->blob() != -1) {
+      return fail(label + " is not a constant but refers to blob " + std::to_string(t->blob()));
+    }
+  }
+  return Status::ok();
+}
+
+Status Verifier::decode_node(const fb::Node& n, const std::string& where, int graph_index,
+                             int graph_count, int depth, const Model& model, NodeRec* out) {
+  out->name = str(n.name());
+  out->op = str(n.op());
+  out->domain = str(n.domain());
+  out->fused_pattern = str(n.fused_pattern());
+  const std::string label = where + " node '" + out->name + "'";
+  if (out->op.empty()) return fail(label + " has no op type");
+  const int tensor_count = static_cast<int>(model.tensors.size());
+  if (n.inputs()) {
+    for (uint32_t k = 0; k < n.inputs()->size(); ++k) {
+      const int t = n.inputs()->Get(k);
+      if (t < -1 || t >= tensor_count) {
+        return fail(label + " input " + std::to_string(k) + " refers to tensor " +
+                    std::to_string(t) + ", out of range (" + std::to_string(tensor_count) +
+                    " tensors)");
+      }
+      out->inputs.push_back(t);
+    }
+  }
+  if (!n.outputs() || n.outputs()->size() == 0) return fail(label + " has no outputs");
+  for (uint32_t k = 0; k < n.outputs()->size(); ++k) {
+    const int t = n.outputs()->Get(k);
+    if (t < 0 || t >= tensor_count) {
+      return fail(label + " output " + std::to_string(k) + " refers to tensor " +
+                  std::to_string(t) + ", out of range (" + std::to_string(tensor_count) +
+                  " tensors)");
+    }
+    if (model.tensors[static_cast<size_t>(t)].is_constant()) {
+      return fail(label + " writes constant " + tensor_label(model.tensors, t));
+    }
+    out->outputs.push_back(t);
+  }
+  if (n.attributes()) {
+    for (uint32_t k = 0; k < n.attributes()->size(); ++k) {
+      const fb::Attribute* a = n.attributes()->Get(k);
+      kite::ops::Attr attr;
+      attr.name = str(a->name());
+      const int type = static_cast<int>(a->type());
+      if (type < 1 || type > static_cast<int>(fb::AttrType::MAX)) {
+        return fail(label + " attribute '" + attr.name + "' has unknown type " +
+                    std::to_string(type));
+      }
+      attr.type = static_cast<kite_attr_type>(type);
+      attr.i = a->i();
+      attr.f = a->f();
+      attr.s = str(a->s());
+      if (a->ints()) attr.ints.assign(a->ints()->begin(), a->ints()->end());
+      if (a->floats()) attr.floats.assign(a->floats()->begin(), a->floats()->end());
+      if (a->strings()) {
+        for (const auto* s : *a->strings()) attr.strings.push_back(str(s));
+      }
+      if (attr.type == KITE_ATTR_GRAPH) {
+        // Subgraphs only point forward, so control flow cannot recurse.
+        if (attr.i <= graph_index || attr.i >= graph_count) {
+          return fail(label + " attribute '" + attr.name + "' refers to graph " +
+                      std::to_string(attr.i) + " (must be > " + std::to_string(graph_index) +
+                      " and < " + std::to_string(graph_count) + ")");
+        }
+      }
+      out->attrs.push_back(std::move(attr));
+    }
+  }
+  // ABI view of the attributes, built once; pointers stay valid because the
+  // vectors are not modified after this point (NodeRec is moved, not copied,
+  // and moving a vector keeps its buffer).
+  out->abi_attr_strings.resize(out->attrs.size());
+  for (size_t k = 0; k < out->attrs.size(); ++k) {
+    const kite::ops::Attr& a = out->attrs[k];
+    kite_backend_attr c{};
+    c.name = a.name.c_str();
+    c.type = a.type;
+    c.i = a.i;
+    c.f = a.f;
+    c.s = a.s.c_str();
+    if (a.type == KITE_ATTR_INTS) {
+      c.count = static_cast<int32_t>(a.ints.size());
+      c.ints = a.ints.data();
+    } else if (a.type == KITE_ATTR_FLOATS) {
+      c.count = static_cast<int32_t>(a.floats.size());
+      c.floats = a.floats.data();
+    } else if (a.type == KITE_ATTR_STRINGS) {
+      for (const auto& s : a.strings) out->abi_attr_strings[k].push_back(s.c_str());
+      c.count = static_cast<int32_t>(a.strings.size());
+      c.strings = out->abi_attr_strings[k].data();
+    }
+    out->abi_attrs.push_back(c);
+  }
+  if (n.body() && n.body()->size() > 0) {
+    if (out->fused_pattern.empty()) return fail(label + " has a body but no fused pattern");
+    if (depth > 0) return fail(label + " nests a fused body inside a fused body");
+    for (uint32_t k = 0; k < n.body()->size(); ++k) {
+      NodeRec body_node;
+      Status s = decode_node(*n.body()->Get(k), label + " body", graph_index, graph_count,
+                             depth + 1, model, &body_node);
+      if (!s.is_ok()) return s;
+      out->body.push_back(std::move(body_node));
+    }
+  }
+  return Status::ok();
+}
+
+Status Verifier::decode_graph(const fb::Model& m, int graph_index, Model* model) {
+  const fb::Graph* g = m.graphs()->Get(static_cast<uint32_t>(graph_index));
+  GraphRec& rec = model->graphs[static_cast<size_t>(graph_index)];
+  rec.name = str(g->name());
+  const std::string where = "graph " + std::to_string(graph_index);
+  const int tensor_count = static_cast<int>(model->tensors.size());
+  auto read_ids = [&](const flatbuffers::Vector<int32_t>* ids, const char* what,
+                      std::vector<int>* out_ids) -> Status {
+    if (!ids) return Status::ok();
+    for (uint32_t k = 0; k < ids->size(); ++k) {
+      const int t = ids->Get(k);
+      if (t < 0 || t >= tensor_count) {
+        return fail(where + " " + what + " " + std::to_string(k) + " refers to tensor " +
+                    std::to_string(t) + ", out of range (" + std::to_string(tensor_count) +
+                    " tensors)");
+      }
+      out_ids->push_back(t);
+    }
+    return Status::ok();
+  };
+  Status s = read_ids(g->inputs(), "input", &rec.inputs);
+  if (!s.is_ok()) return s;
+  s = read_ids(g->outputs(), "output", &rec.outputs);
+  if (!s.is_ok()) return s;
+  if (g->nodes()) {
+    rec.nodes.reserve(g->nodes()->size());
+    for (uint32_t k = 0; k < g->nodes()->size(); ++k) {
+      NodeRec node;
+      s = decode_node(*g->nodes()->Get(k), where, graph_index,
+                      static_cast<int>(m.graphs()->size()), 0, *model, &node);
+      if (!s.is_ok()) return s;
+      rec.nodes.push_back(std::move(node));
+    }
+  }
+  return Status::ok();
+}
+
+Status Verifier::decode_plan(const fb::Model& m, Model* model) {
+  const fb::MemoryPlan* p = m.plan();
+  if (!p) return fail("no memory plan");
+  PlanRec& plan = model->plan;
+  plan.arena_size = p->arena_size();
+  plan.alignment = p->alignment();
+  plan.lower_bound = p->lower_bound();
+  plan.naive_size = p->naive_size();
+  plan.strategy = str(p->strategy());
+  if (plan.alignment == 0 || (plan.alignment & (plan.alignment - 1)) != 0) {
+    return fail("memory plan alignment " + std::to_string(plan.alignment) +
+                " is not a power of two");
+  }
+  const size_t n = model->tensors.size();
+  if (!p->offsets() || p->offsets()->size() != n) {
+    return fail("memory plan has " + std::to_string(p->offsets() ? p->offsets()->size() : 0) +
+                " offsets for " + std::to_string(n) + " tensors");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    TensorRec& t = model->tensors[i];
+    if (t.is_constant()) continue;
+    const uint64_t off = p->offsets()->Get(static_cast<uint32_t>(i));
+    if (off % plan.alignment != 0) {
+      return fail(tensor_label(model->tensors, static_cast<int>(i)) + " arena offset " +
+                  std::to_string(off) + " is not aligned to " + std::to_string(plan.alignment));
+    }
+    if (off > plan.arena_size || t.byte_size > plan.arena_size - off) {
+      return fail(tensor_label(model->tensors, static_cast<int>(i)) + " arena range [" +
+                  std::to_string(off) + ", +" + std::to_string(t.byte_size) +
+                  ") is past the arena's end (" + std::to_string(plan.arena_size) + " bytes)");
+    }
+    t.arena_offset = off;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status decode_and_verify(std::unique_ptr<FileBytes> bytes, const std::string& origin,
+                         std::shared_ptr<Model>* out) {
+  auto model = std::make_shared<Model>();
+  Verifier v(bytes->data(), bytes->size(), "'" + origin + "'");
+  Status s;
+  try {
+    s = v.run(model.get());
+  } catch (const std::bad_alloc&) {
+    return Status(KITE_ERROR_OUT_OF_MEMORY, "out of memory while reading '" + origin + "'");
+  }
+  if (!s.is_ok()) return s;
+  model->bytes_ = std::move(bytes);
+  *out = std::move(model);
+  return Status::ok();
+}
+
+}  // namespace kite::rt

@@ -1,0 +1,10 @@
+# Runs CMD ARG, and passes only if it exits non-zero AND prints EXPECT.
+execute_process(COMMAND ${CMD} ${ARG} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("exit code: ${rc}\nstdout: ${out}\nstderr: ${err}")
+if(rc EQUAL 0)
+  message(FATAL_ERROR "expected a non-zero exit code")
+endif()
+string(FIND "${out}${err}" "${EXPECT}" pos)
+if(pos EQUAL -1)
+  message(FATAL_ERROR "expected the output to contain '${EXPECT}'")
+endif()

@@ -1,0 +1,71 @@
+// Tiny models built directly in the converter's IR, for tests that need a
+// .kite file without going through ONNX.
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kite/converter/ir.h"
+#include "memory/planner.h"
+#include "writer/kite_writer.h"
+
+namespace kite::test {
+
+inline ir::Tensor make_tensor(const std::string& name, kite_dtype dtype,
+                              std::vector<int64_t> shape, ir::TensorKind kind) {
+  ir::Tensor t;
+  t.name = name;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.shape_known = true;
+  t.kind = kind;
+  return t;
+}
+
+inline ir::Tensor make_const(const std::string& name, std::vector<int64_t> shape,
+                             const std::vector<float>& values) {
+  ir::Tensor t = make_tensor(name, KITE_DTYPE_FLOAT32, std::move(shape), ir::TensorKind::Constant);
+  t.data.resize(values.size() * sizeof(float));
+  if (!values.empty()) std::memcpy(t.data.data(), values.data(), t.data.size());
+  return t;
+}
+
+// y = Relu(x + bias), x: 2x3 input, bias: 3 constant {-1, 0, 1}.
+inline ir::Model add_relu_model() {
+  ir::Model m;
+  m.source_opset = 13;
+  m.producer = "kite-test";
+  const int x = m.add_tensor(make_tensor("x", KITE_DTYPE_FLOAT32, {2, 3}, ir::TensorKind::Input));
+  const int bias = m.add_tensor(make_const("bias", {3}, {-1.0f, 0.0f, 1.0f}));
+  const int sum = m.add_tensor(make_tensor("sum", KITE_DTYPE_FLOAT32, {2, 3}, ir::TensorKind::Activation));
+  const int y = m.add_tensor(make_tensor("y", KITE_DTYPE_FLOAT32, {2, 3}, ir::TensorKind::Output));
+  ir::Graph g;
+  g.name = "main";
+  g.inputs = {x};
+  g.outputs = {y};
+  ir::Node add;
+  add.name = "add0";
+  add.op = "Add";
+  add.inputs = {x, bias};
+  add.outputs = {sum};
+  ir::Node relu;
+  relu.name = "relu0";
+  relu.op = "Relu";
+  relu.inputs = {sum};
+  relu.outputs = {y};
+  g.nodes = {add, relu};
+  m.graphs.push_back(g);
+  std::string err;
+  kite::memory::plan_memory(&m, 256, &err);
+  return m;
+}
+
+inline std::vector<uint8_t> serialize_or_die(const ir::Model& m) {
+  std::vector<uint8_t> bytes;
+  std::string err;
+  if (!kite::writer::serialize(m, &bytes, &err)) bytes.clear();
+  return bytes;
+}
+
+}  // namespace kite::test
