@@ -19,6 +19,10 @@ namespace kite::ops {
 // Bytes per element (0 for undefined).
 size_t dtype_size(kite_dtype dtype);
 const char* dtype_name(kite_dtype dtype);
+// ONNX TensorProto.DataType <-> kite_dtype (Cast's 'to' attribute holds the
+// ONNX value). UNDEFINED / 0 for types Kite does not have.
+kite_dtype dtype_from_onnx(int64_t onnx_type);
+int64_t dtype_to_onnx(kite_dtype dtype);
 
 // Product of dims; false when a dim is negative or the product (or the byte
 // size) overflows int64.
@@ -70,6 +74,18 @@ struct OpNode {
 // Builds an OpNode from a backend ABI node (copies names, shapes, attrs; keeps
 // data pointers of constant inputs).
 OpNode from_backend_node(const kite_backend_node& node);
+// Same, but fails (with a message naming the node and the field) on a
+// malformed ABI node: negative counts, NULL arrays, a rank outside
+// [0, KITE_MAX_RANK], or a constant whose byte_size disagrees with its dtype
+// and shape. The one-argument form never fails: it marks such a tensor with
+// shape {-1} and such an attribute with type UNDEFINED, which infer_types and
+// check_declared_outputs then reject. keep_constant_data=false drops the data
+// pointers (for backends whose constants live in device memory).
+bool from_backend_node(const kite_backend_node& node, OpNode* out, std::string* err,
+                       bool keep_constant_data = true);
+// The ABI node's outputs as TensorTypes (NULL entry: present=false), for
+// check_declared_outputs. Never keeps data pointers.
+std::vector<TensorType> outputs_from_backend_node(const kite_backend_node& node);
 
 // Computes the outputs' dtypes and shapes from the inputs and attributes.
 // Returns false with a message naming the node, the tensor and the bad value
@@ -81,12 +97,34 @@ bool is_known_op(const std::string& op);
 std::vector<std::string> known_ops();
 
 // Checks that declared outputs match what infer_types computes (dtype and
-// shape). Used by backends at prepare time.
+// shape). Used by backends at prepare time. declared must hold num_outputs
+// entries; an entry with present=false (an unused optional output) is not
+// checked. When inference fails only because an input's value is not known
+// (Reshape's shape, Slice's starts, ... not constant), the declared outputs
+// are instead checked to be self-consistent with what is known (dtype, rank,
+// element count, ...); kernels of such nodes must check the runtime values.
 bool check_declared_outputs(const OpNode& node, const std::vector<TensorType>& declared,
                             std::string* err);
 
 // Numpy-style broadcast of two shapes; false if incompatible.
 bool broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
                       std::vector<int64_t>* out);
+
+// Geometry of a sliding-window op (Conv, ConvTranspose, MaxPool,
+// AveragePool) with auto_pad resolved into explicit pads, so kernels do not
+// re-derive it. Sizes are per spatial axis.
+struct WindowGeometry {
+  std::vector<int64_t> input;        // spatial input dims
+  std::vector<int64_t> output;       // spatial output dims
+  std::vector<int64_t> kernel;
+  std::vector<int64_t> strides;
+  std::vector<int64_t> dilations;
+  std::vector<int64_t> pads_begin;
+  std::vector<int64_t> pads_end;
+  std::vector<int64_t> output_padding;  // ConvTranspose only, else zeros
+  int64_t group = 1;                    // Conv, ConvTranspose
+};
+// Validates the node like infer_types and fills the geometry.
+bool window_geometry(const OpNode& node, WindowGeometry* out, std::string* err);
 
 }  // namespace kite::ops

@@ -1,0 +1,687 @@
+// Shape and dtype rules of kite::ops: inference, the errors it reports, and
+// the strict check of declared outputs that backends run at prepare time.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kite/ops/op_node.h"
+
+namespace {
+
+using kite::ops::Attr;
+using kite::ops::OpNode;
+using kite::ops::TensorType;
+using Shape = std::vector<int64_t>;
+
+constexpr kite_dtype F32 = KITE_DTYPE_FLOAT32;
+constexpr kite_dtype I64 = KITE_DTYPE_INT64;
+constexpr kite_dtype I32 = KITE_DTYPE_INT32;
+constexpr kite_dtype BOOL = KITE_DTYPE_BOOL;
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+TensorType T(const std::string& name, Shape shape, kite_dtype dtype = F32,
+             const void* data = nullptr) {
+  TensorType t;
+  t.name = name;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.data = data;
+  return t;
+}
+
+TensorType Absent() {
+  TensorType t;
+  t.present = false;
+  return t;
+}
+
+// Builder for a node under test.
+struct Node {
+  OpNode n;
+  Node(const std::string& op, const std::string& name = "n") {
+    n.op = op;
+    n.name = name;
+  }
+  Node& in(TensorType t) { n.inputs.push_back(std::move(t)); return *this; }
+  Node& outputs(int k) { n.num_outputs = k; return *this; }
+  Node& i(const std::string& name, int64_t v) {
+    Attr a; a.name = name; a.type = KITE_ATTR_INT; a.i = v; n.attrs.push_back(a); return *this;
+  }
+  Node& f(const std::string& name, float v) {
+    Attr a; a.name = name; a.type = KITE_ATTR_FLOAT; a.f = v; n.attrs.push_back(a); return *this;
+  }
+  Node& s(const std::string& name, const std::string& v) {
+    Attr a; a.name = name; a.type = KITE_ATTR_STRING; a.s = v; n.attrs.push_back(a); return *this;
+  }
+  Node& ints(const std::string& name, Shape v) {
+    Attr a; a.name = name; a.type = KITE_ATTR_INTS; a.ints = std::move(v); n.attrs.push_back(a);
+    return *this;
+  }
+};
+
+// Infers and returns output k's shape; fails the test on error.
+Shape InferShape(const Node& b, size_t k = 0) {
+  std::vector<TensorType> outs;
+  std::string err;
+  EXPECT_TRUE(kite::ops::infer_types(b.n, &outs, &err)) << err;
+  if (outs.size() <= k) return {-999};
+  return outs[k].shape;
+}
+
+kite_dtype InferDtype(const Node& b, size_t k = 0) {
+  std::vector<TensorType> outs;
+  std::string err;
+  EXPECT_TRUE(kite::ops::infer_types(b.n, &outs, &err)) << err;
+  return outs.size() > k ? outs[k].dtype : KITE_DTYPE_UNDEFINED;
+}
+
+// Returns the error message; fails the test if inference succeeds.
+std::string InferError(const Node& b) {
+  std::vector<TensorType> outs;
+  std::string err;
+  EXPECT_FALSE(kite::ops::infer_types(b.n, &outs, &err)) << "unexpectedly inferred";
+  return err;
+}
+
+// ---- helpers ----------------------------------------------------------------
+
+TEST(OpsBasics, DtypeSizesAndNames) {
+  EXPECT_EQ(kite::ops::dtype_size(F32), 4u);
+  EXPECT_EQ(kite::ops::dtype_size(I64), 8u);
+  EXPECT_EQ(kite::ops::dtype_size(BOOL), 1u);
+  EXPECT_EQ(kite::ops::dtype_size(KITE_DTYPE_FLOAT16), 2u);
+  EXPECT_EQ(kite::ops::dtype_size(KITE_DTYPE_UNDEFINED), 0u);
+  EXPECT_EQ(kite::ops::dtype_size(static_cast<kite_dtype>(99)), 0u);
+  EXPECT_STREQ(kite::ops::dtype_name(I32), "int32");
+  EXPECT_EQ(kite::ops::dtype_from_onnx(7), I64);
+  EXPECT_EQ(kite::ops::dtype_from_onnx(11), KITE_DTYPE_UNDEFINED);  // double
+}
+
+TEST(OpsBasics, CheckedSizes) {
+  int64_t n = 0;
+  uint64_t bytes = 0;
+  EXPECT_TRUE(kite::ops::checked_numel({2, 3, 4}, &n));
+  EXPECT_EQ(n, 24);
+  EXPECT_TRUE(kite::ops::checked_numel({}, &n));
+  EXPECT_EQ(n, 1);
+  EXPECT_FALSE(kite::ops::checked_numel({2, -3}, &n));
+  EXPECT_FALSE(kite::ops::checked_numel({kMax, 2}, &n));
+  EXPECT_TRUE(kite::ops::checked_byte_size(F32, {1, 3, 224, 224}, &bytes));
+  EXPECT_EQ(bytes, 4u * 3 * 224 * 224);
+  EXPECT_FALSE(kite::ops::checked_byte_size(F32, {kMax / 2}, &bytes));  // numel fits, bytes don't
+  EXPECT_FALSE(kite::ops::checked_byte_size(KITE_DTYPE_UNDEFINED, {1}, &bytes));
+  EXPECT_EQ(kite::ops::shape_string({1, 3, 224, 224}), "1x3x224x224");
+  EXPECT_EQ(kite::ops::shape_string({}), "scalar");
+}
+
+TEST(OpsBasics, BroadcastShapes) {
+  Shape out;
+  EXPECT_TRUE(kite::ops::broadcast_shapes({2, 1, 4}, {3, 1}, &out));
+  EXPECT_EQ(out, (Shape{2, 3, 4}));
+  EXPECT_TRUE(kite::ops::broadcast_shapes({}, {5}, &out));
+  EXPECT_EQ(out, (Shape{5}));
+  EXPECT_TRUE(kite::ops::broadcast_shapes({0, 1}, {1, 7}, &out));
+  EXPECT_EQ(out, (Shape{0, 7}));
+  EXPECT_FALSE(kite::ops::broadcast_shapes({2, 3}, {4}, &out));
+  EXPECT_FALSE(kite::ops::broadcast_shapes({0}, {2}, &out));
+}
+
+TEST(OpsBasics, NodeAccessorsAndLabel) {
+  Node b("Conv", "layer1.0.conv1");
+  b.i("group", 2).f("alpha", 0.5f).s("auto_pad", "VALID").ints("strides", {2, 2});
+  EXPECT_EQ(b.n.label(), "Conv 'layer1.0.conv1'");
+  EXPECT_EQ(b.n.attr_int("group", 1), 2);
+  EXPECT_EQ(b.n.attr_int("strides", 7), 7);  // wrong type: fallback
+  EXPECT_FLOAT_EQ(b.n.attr_float("alpha", 0), 0.5f);
+  EXPECT_EQ(b.n.attr_string("auto_pad", "NOTSET"), "VALID");
+  EXPECT_EQ(b.n.attr_ints("strides", {}), (Shape{2, 2}));
+  EXPECT_EQ(b.n.attr_ints("pads", {0}), (Shape{0}));
+  EXPECT_EQ(b.n.find_attr("nope"), nullptr);
+}
+
+TEST(OpsBasics, KnownOps) {
+  EXPECT_TRUE(kite::ops::is_known_op("Conv"));
+  EXPECT_TRUE(kite::ops::is_known_op("Identity"));
+  EXPECT_FALSE(kite::ops::is_known_op("GridSample"));
+  const auto ops = kite::ops::known_ops();
+  EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
+  for (const char* op : {"Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div",
+                         "BatchNormalization", "Relu", "Sigmoid", "Clip", "MaxPool",
+                         "AveragePool", "GlobalAveragePool", "Flatten", "Reshape", "Concat",
+                         "Softmax", "Transpose", "Identity"}) {
+    EXPECT_TRUE(kite::ops::is_known_op(op)) << op;
+  }
+  EXPECT_NE(InferError(Node("GridSample").in(T("x", {1}))).find("not supported"),
+            std::string::npos);
+}
+
+TEST(OpsBasics, FromBackendNode) {
+  const int64_t x_shape[] = {1, 3, 8, 8};
+  const int64_t w_shape[] = {4, 3, 3, 3};
+  static float weights[4 * 3 * 3 * 3] = {};
+  kite_backend_tensor x = {"x", F32, 4, x_shape, 1 * 3 * 8 * 8 * 4, nullptr, 0};
+  kite_backend_tensor w = {"w", F32, 4, w_shape, sizeof(weights), weights, 1};
+  const kite_backend_tensor* inputs[] = {&x, &w, nullptr};
+  const int64_t y_shape[] = {1, 4, 6, 6};
+  kite_backend_tensor y = {"y", F32, 4, y_shape, 1 * 4 * 6 * 6 * 4, nullptr, 0};
+  const kite_backend_tensor* outputs[] = {&y};
+  const int64_t strides[] = {1, 1};
+  kite_backend_attr attrs[] = {{"strides", KITE_ATTR_INTS, 0, 0, nullptr, 2, strides, nullptr, nullptr},
+                               {"group", KITE_ATTR_INT, 1, 0, nullptr, 0, nullptr, nullptr, nullptr}};
+  kite_backend_node node = {"c1", "Conv", "", "", 3, inputs, 1, outputs, 2, attrs};
+
+  OpNode n = kite::ops::from_backend_node(node);
+  EXPECT_EQ(n.label(), "Conv 'c1'");
+  ASSERT_EQ(n.inputs.size(), 3u);
+  EXPECT_EQ(n.inputs[0].shape, (Shape{1, 3, 8, 8}));
+  EXPECT_EQ(n.inputs[0].data, nullptr);  // not a constant
+  EXPECT_EQ(n.inputs[1].data, weights);
+  EXPECT_FALSE(n.inputs[2].present);
+  EXPECT_FALSE(n.has_input(2));
+  EXPECT_EQ(n.attr_ints("strides", {}), (Shape{1, 1}));
+  std::string err;
+  EXPECT_TRUE(kite::ops::check_declared_outputs(n, kite::ops::outputs_from_backend_node(node), &err))
+      << err;
+
+  // A hostile rank is caught, by the checked form and by inference.
+  x.rank = 100;
+  OpNode bad;
+  EXPECT_FALSE(kite::ops::from_backend_node(node, &bad, &err));
+  EXPECT_NE(err.find("rank 100"), std::string::npos) << err;
+  EXPECT_FALSE(kite::ops::infer_types(kite::ops::from_backend_node(node), nullptr, &err));
+  x.rank = 4;
+  // A dtype outside the enum (written as raw bytes, as a file could hold it).
+  const int bad_dtype = 42;
+  std::memcpy(&x.dtype, &bad_dtype, sizeof bad_dtype);
+  EXPECT_FALSE(kite::ops::from_backend_node(node, &bad, &err));
+  EXPECT_NE(err.find("invalid dtype 42"), std::string::npos) << err;
+  EXPECT_FALSE(kite::ops::infer_types(kite::ops::from_backend_node(node), nullptr, &err));
+  x.dtype = F32;
+  // A constant whose byte size disagrees with its shape is not trusted.
+  w.byte_size = 12;
+  EXPECT_FALSE(kite::ops::from_backend_node(node, &bad, &err));
+  EXPECT_NE(err.find("12 bytes"), std::string::npos) << err;
+}
+
+// ---- input validation common to all ops ------------------------------------------
+
+TEST(OpsValidation, RejectsHostileInputShapes) {
+  EXPECT_NE(InferError(Node("Relu").in(T("x", {2, -1}))).find("negative"), std::string::npos);
+  EXPECT_NE(InferError(Node("Relu").in(T("x", {kMax, kMax}))).find("overflows"), std::string::npos);
+  EXPECT_NE(InferError(Node("Relu").in(T("x", {1, 1, 1, 1, 1, 1, 1, 1, 1}))).find("more than 8"),
+            std::string::npos);
+  EXPECT_NE(InferError(Node("Relu").in(T("x", {2}, KITE_DTYPE_UNDEFINED))).find("invalid dtype"),
+            std::string::npos);
+  EXPECT_NE(InferError(Node("Relu").in(T("x", {2})).in(T("y", {2}))).find("at most 1"),
+            std::string::npos);
+  EXPECT_NE(InferError(Node("Relu").in(T("x", {2})).outputs(2)).find("2 outputs"),
+            std::string::npos);
+  OpNode other = Node("Relu").in(T("x", {2})).n;
+  other.domain = "com.microsoft";
+  std::string err;
+  EXPECT_FALSE(kite::ops::infer_types(other, nullptr, &err));
+  EXPECT_NE(err.find("com.microsoft"), std::string::npos);
+}
+
+// ---- Conv ---------------------------------------------------------------------------
+
+Node Conv2d(Shape x, Shape w) {
+  Node b("Conv", "layer1.0.conv1");
+  b.in(T("x", std::move(x))).in(T("w", std::move(w)));
+  return b;
+}
+
+TEST(OpsConv, BasicAndBias) {
+  EXPECT_EQ(InferShape(Conv2d({1, 3, 224, 224}, {64, 3, 7, 7})
+                           .ints("strides", {2, 2}).ints("pads", {3, 3, 3, 3})),
+            (Shape{1, 64, 112, 112}));
+  EXPECT_EQ(InferShape(Conv2d({2, 3, 10, 12}, {8, 3, 3, 3}).in(T("b", {8}))),
+            (Shape{2, 8, 8, 10}));
+  std::string e = InferError(Conv2d({2, 3, 10, 12}, {8, 3, 3, 3}).in(T("b", {7})));
+  EXPECT_NE(e.find("input 'b'"), std::string::npos) << e;
+}
+
+TEST(OpsConv, WrongRankMessage) {
+  EXPECT_EQ(InferError(Conv2d({3, 224, 224}, {64, 3, 7, 7})),
+            "Conv 'layer1.0.conv1': input 'w' has 4 dims, expected 3");
+  std::string e = InferError(Conv2d({1, 3, 224, 224, 1, 1}, {64, 3, 7, 7, 1, 1}));
+  EXPECT_NE(e.find("input 'x' has 6 dims, expected 3 to 5"), std::string::npos) << e;
+}
+
+TEST(OpsConv, OneAndThreeDimensional) {
+  EXPECT_EQ(InferShape(Conv2d({1, 4, 100}, {8, 4, 5}).ints("dilations", {2})),
+            (Shape{1, 8, 92}));
+  EXPECT_EQ(InferShape(Conv2d({1, 2, 8, 9, 10}, {4, 2, 3, 3, 3}).ints("strides", {2, 2, 2})),
+            (Shape{1, 4, 3, 4, 4}));
+}
+
+TEST(OpsConv, PadsStridesDilations) {
+  // out = floor((in + pb + pe - ((k-1)*d+1)) / s) + 1
+  EXPECT_EQ(InferShape(Conv2d({1, 1, 10, 11}, {1, 1, 3, 3})
+                           .ints("pads", {1, 0, 2, 0}).ints("strides", {3, 2})
+                           .ints("dilations", {2, 3})),
+            // h: (10+3-5)/3+1 = 3; w: (11-7)/2+1 = 3
+            (Shape{1, 1, 3, 3}));
+  EXPECT_NE(InferError(Conv2d({1, 1, 5, 5}, {1, 1, 3, 3}).ints("strides", {1, 0})).find("strides"),
+            std::string::npos);
+  EXPECT_NE(InferError(Conv2d({1, 1, 5, 5}, {1, 1, 3, 3}).ints("pads", {0, -1, 0, 0})).find("pads"),
+            std::string::npos);
+  EXPECT_NE(InferError(Conv2d({1, 1, 5, 5}, {1, 1, 3, 3}).ints("pads", {0, 0})).find("expected 4"),
+            std::string::npos);
+  EXPECT_NE(InferError(Conv2d({1, 1, 5, 5}, {1, 1, 3, 3}).ints("dilations", {0, 1})).find("dilations"),
+            std::string::npos);
+  // Kernel extent larger than the padded input.
+  EXPECT_NE(InferError(Conv2d({1, 1, 2, 5}, {1, 1, 3, 3})).find("smaller than the kernel"),
+            std::string::npos);
+}
+
+TEST(OpsConv, AutoPad) {
+  EXPECT_EQ(InferShape(Conv2d({1, 1, 7, 8}, {1, 1, 3, 3}).s("auto_pad", "SAME_UPPER")
+                           .ints("strides", {2, 2})),
+            (Shape{1, 1, 4, 4}));
+  EXPECT_EQ(InferShape(Conv2d({1, 1, 7, 8}, {1, 1, 3, 3}).s("auto_pad", "SAME_LOWER")),
+            (Shape{1, 1, 7, 8}));
+  // VALID ignores pads.
+  EXPECT_EQ(InferShape(Conv2d({1, 1, 7, 8}, {1, 1, 3, 3}).s("auto_pad", "VALID")
+                           .ints("pads", {1, 1, 1, 1})),
+            (Shape{1, 1, 5, 6}));
+  EXPECT_NE(InferError(Conv2d({1, 1, 7, 8}, {1, 1, 3, 3}).s("auto_pad", "SAME")).find("auto_pad"),
+            std::string::npos);
+
+  // The resolved pads: SAME_UPPER puts the odd pad at the end.
+  kite::ops::WindowGeometry g;
+  std::string err;
+  ASSERT_TRUE(kite::ops::window_geometry(
+      Conv2d({1, 1, 8, 8}, {1, 1, 4, 4}).s("auto_pad", "SAME_UPPER").n, &g, &err)) << err;
+  EXPECT_EQ(g.pads_begin, (Shape{1, 1}));
+  EXPECT_EQ(g.pads_end, (Shape{2, 2}));
+  ASSERT_TRUE(kite::ops::window_geometry(
+      Conv2d({1, 1, 8, 8}, {1, 1, 4, 4}).s("auto_pad", "SAME_LOWER").n, &g, &err)) << err;
+  EXPECT_EQ(g.pads_begin, (Shape{2, 2}));
+  EXPECT_EQ(g.pads_end, (Shape{1, 1}));
+}
+
+TEST(OpsConv, Groups) {
+  // Depthwise: group = C, W has 1 input channel per group.
+  EXPECT_EQ(InferShape(Conv2d({1, 32, 16, 16}, {32, 1, 3, 3}).i("group", 32)
+                           .ints("pads", {1, 1, 1, 1})),
+            (Shape{1, 32, 16, 16}));
+  EXPECT_EQ(InferShape(Conv2d({1, 8, 4, 4}, {6, 4, 1, 1}).i("group", 2)), (Shape{1, 6, 4, 4}));
+  std::string e = InferError(Conv2d({1, 30, 16, 16}, {32, 1, 3, 3}).i("group", 4));
+  EXPECT_NE(e.find("30 channels, not divisible by group 4"), std::string::npos) << e;
+  e = InferError(Conv2d({1, 8, 4, 4}, {6, 8, 1, 1}).i("group", 2));
+  EXPECT_NE(e.find("input 'w'"), std::string::npos) << e;
+  e = InferError(Conv2d({1, 8, 4, 4}, {5, 4, 1, 1}).i("group", 2));
+  EXPECT_NE(e.find("5 output channels"), std::string::npos) << e;
+  EXPECT_NE(InferError(Conv2d({1, 8, 4, 4}, {8, 8, 1, 1}).i("group", 0)).find("group"),
+            std::string::npos);
+}
+
+TEST(OpsConv, KernelShapeAndDtypes) {
+  EXPECT_EQ(InferShape(Conv2d({1, 3, 9, 9}, {2, 3, 3, 3}).ints("kernel_shape", {3, 3})),
+            (Shape{1, 2, 7, 7}));
+  EXPECT_NE(InferError(Conv2d({1, 3, 9, 9}, {2, 3, 3, 3}).ints("kernel_shape", {3})).find("kernel_shape"),
+            std::string::npos);
+  EXPECT_NE(InferError(Conv2d({1, 3, 9, 9}, {2, 3, 3, 3}).ints("kernel_shape", {5, 5})).find("kernel_shape"),
+            std::string::npos);
+  Node b("Conv", "c");
+  b.in(T("x", {1, 3, 9, 9}, I64)).in(T("w", {2, 3, 3, 3}, I64));
+  EXPECT_NE(InferError(b).find("dtype int64"), std::string::npos);
+  Node mixed("Conv", "c");
+  mixed.in(T("x", {1, 3, 9, 9})).in(T("w", {2, 3, 3, 3}, KITE_DTYPE_FLOAT16));
+  EXPECT_NE(InferError(mixed).find("input 'w' has dtype float16"), std::string::npos);
+  // Wrong attribute type is reported, not silently defaulted.
+  EXPECT_NE(InferError(Conv2d({1, 3, 9, 9}, {2, 3, 3, 3}).f("group", 1.0f)).find("type FLOAT"),
+            std::string::npos);
+  EXPECT_NE(InferError(Node("Conv", "c").in(T("x", {1, 3, 9, 9}))).find("missing"),
+            std::string::npos);
+}
+
+TEST(OpsConv, HostileAttributesDoNotOverflow) {
+  EXPECT_NE(InferError(Conv2d({1, 1, 9, 9}, {1, 1, 3, 3}).ints("dilations", {kMax, 1})).find("overflow"),
+            std::string::npos);
+  EXPECT_NE(InferError(Conv2d({1, 1, 9, 9}, {1, 1, 3, 3}).ints("pads", {kMax, kMax, 0, 0})).find("overflow"),
+            std::string::npos);
+  // Huge stride is fine: one output.
+  EXPECT_EQ(InferShape(Conv2d({1, 1, 9, 9}, {1, 1, 3, 3}).ints("strides", {kMax, kMax})),
+            (Shape{1, 1, 1, 1}));
+  EXPECT_EQ(InferShape(Conv2d({1, 1, 9, 9}, {1, 1, 3, 3}).s("auto_pad", "SAME_UPPER")
+                           .ints("strides", {kMax, kMax})),
+            (Shape{1, 1, 1, 1}));
+}
+
+// ---- Gemm, MatMul ---------------------------------------------------------------------
+
+TEST(OpsGemm, TransposesAndBias) {
+  Node b("Gemm", "fc");
+  b.in(T("a", {4, 3})).in(T("b", {5, 3})).in(T("c", {5})).i("transB", 1);
+  EXPECT_EQ(InferShape(b), (Shape{4, 5}));
+  Node t("Gemm", "fc");
+  t.in(T("a", {3, 4})).in(T("b", {3, 5})).i("transA", 1);
+  EXPECT_EQ(InferShape(t), (Shape{4, 5}));
+  Node c1("Gemm", "fc");
+  c1.in(T("a", {4, 3})).in(T("b", {3, 5})).in(T("c", {4, 1}));
+  EXPECT_EQ(InferShape(c1), (Shape{4, 5}));
+  Node scalar_c("Gemm", "fc");
+  scalar_c.in(T("a", {4, 3})).in(T("b", {3, 5})).in(T("c", {}));
+  EXPECT_EQ(InferShape(scalar_c), (Shape{4, 5}));
+  Node absent_c("Gemm", "fc");
+  absent_c.in(T("a", {4, 3})).in(T("b", {3, 5})).in(Absent());
+  EXPECT_EQ(InferShape(absent_c), (Shape{4, 5}));
+}
+
+TEST(OpsGemm, Errors) {
+  Node k("Gemm", "fc");
+  k.in(T("a", {4, 3})).in(T("b", {4, 5}));
+  EXPECT_NE(InferError(k).find("K=4"), std::string::npos);
+  Node c("Gemm", "fc");
+  c.in(T("a", {4, 3})).in(T("b", {3, 5})).in(T("c", {3, 5}));
+  EXPECT_NE(InferError(c).find("input 'c' has shape 3x5"), std::string::npos);
+  Node c3("Gemm", "fc");
+  c3.in(T("a", {4, 3})).in(T("b", {3, 5})).in(T("c", {1, 4, 5}));
+  EXPECT_NE(InferError(c3).find("does not broadcast"), std::string::npos);
+  Node r("Gemm", "fc");
+  r.in(T("a", {2, 4, 3})).in(T("b", {3, 5}));
+  EXPECT_NE(InferError(r).find("has 3 dims, expected 2"), std::string::npos);
+  Node tr("Gemm", "fc");
+  tr.in(T("a", {4, 3})).in(T("b", {3, 5})).i("transA", 2);
+  EXPECT_NE(InferError(tr).find("transA"), std::string::npos);
+}
+
+TEST(OpsMatMul, NumpyRules) {
+  auto mm = [](Shape a, Shape b) {
+    Node n("MatMul", "mm");
+    n.in(T("a", std::move(a))).in(T("b", std::move(b)));
+    return n;
+  };
+  EXPECT_EQ(InferShape(mm({2, 3}, {3, 4})), (Shape{2, 4}));
+  EXPECT_EQ(InferShape(mm({3}, {3, 4})), (Shape{4}));
+  EXPECT_EQ(InferShape(mm({2, 3}, {3})), (Shape{2}));
+  EXPECT_EQ(InferShape(mm({3}, {3})), (Shape{}));
+  EXPECT_EQ(InferShape(mm({5, 1, 2, 3}, {4, 3, 6})), (Shape{5, 4, 2, 6}));
+  EXPECT_EQ(InferShape(mm({7}, {2, 7, 4})), (Shape{2, 4}));
+  EXPECT_EQ(InferShape(mm({2, 5, 7}, {7})), (Shape{2, 5}));
+  EXPECT_NE(InferError(mm({2, 3}, {4, 5})).find("inner dims"), std::string::npos);
+  EXPECT_NE(InferError(mm({2, 2, 3}, {3, 3, 5})).find("batch dims"), std::string::npos);
+  EXPECT_NE(InferError(mm({}, {3})).find("0 dims"), std::string::npos);
+  Node i("MatMul", "mm");
+  i.in(T("a", {2, 3}, I64)).in(T("b", {3, 4}, I32));
+  EXPECT_NE(InferError(i).find("dtype int32"), std::string::npos);
+}
+
+// ---- elementwise ----------------------------------------------------------------------
+
+TEST(OpsElementwise, BinaryBroadcasting) {
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+    Node b(op, "e");
+    b.in(T("a", {8, 1, 6, 1})).in(T("b", {7, 1, 5}));
+    EXPECT_EQ(InferShape(b), (Shape{8, 7, 6, 5})) << op;
+  }
+  Node s("Add", "e");
+  s.in(T("a", {}, I64)).in(T("b", {3}, I64));
+  EXPECT_EQ(InferShape(s), (Shape{3}));
+  EXPECT_EQ(InferDtype(s), I64);
+  Node i32("Mul", "e");
+  i32.in(T("a", {2, 3}, I32)).in(T("b", {2, 1}, I32));
+  EXPECT_EQ(InferDtype(i32), I32);
+  Node bad("Add", "e");
+  bad.in(T("a", {2, 3})).in(T("b", {4, 3}));
+  EXPECT_EQ(InferError(bad), "Add 'e': cannot broadcast input 'a' (2x3) and input 'b' (4x3)");
+  Node mixed("Add", "e");
+  mixed.in(T("a", {3})).in(T("b", {3}, I64));
+  EXPECT_NE(InferError(mixed).find("input 'b' has dtype int64, expected float32"), std::string::npos);
+  Node boolean("Add", "e");
+  boolean.in(T("a", {3}, BOOL)).in(T("b", {3}, BOOL));
+  EXPECT_NE(InferError(boolean).find("dtype bool"), std::string::npos);
+}
+
+TEST(OpsElementwise, ReluSigmoidIdentity) {
+  EXPECT_EQ(InferShape(Node("Relu").in(T("x", {2, 3}))), (Shape{2, 3}));
+  EXPECT_EQ(InferDtype(Node("Relu").in(T("x", {2, 3}, I32))), I32);
+  EXPECT_EQ(InferShape(Node("Sigmoid").in(T("x", {}))), (Shape{}));
+  EXPECT_NE(InferError(Node("Sigmoid").in(T("x", {2}, I64))).find("dtype int64"), std::string::npos);
+  EXPECT_EQ(InferDtype(Node("Identity").in(T("x", {4}, BOOL))), BOOL);
+}
+
+TEST(OpsElementwise, Clip) {
+  EXPECT_EQ(InferShape(Node("Clip").in(T("x", {2, 3})).f("min", 0).f("max", 6)), (Shape{2, 3}));
+  EXPECT_EQ(InferShape(Node("Clip").in(T("x", {2, 3})).in(T("lo", {})).in(T("hi", {}))),
+            (Shape{2, 3}));
+  EXPECT_EQ(InferShape(Node("Clip").in(T("x", {2, 3})).in(Absent()).in(T("hi", {1}))),
+            (Shape{2, 3}));
+  EXPECT_NE(InferError(Node("Clip").in(T("x", {2, 3})).in(T("lo", {2}))).find("expected a scalar"),
+            std::string::npos);
+  EXPECT_NE(InferError(Node("Clip").in(T("x", {2, 3})).in(T("lo", {}, I64))).find("dtype int64"),
+            std::string::npos);
+}
+
+TEST(OpsElementwise, Softmax) {
+  EXPECT_EQ(InferShape(Node("Softmax").in(T("x", {2, 3, 4}))), (Shape{2, 3, 4}));
+  EXPECT_EQ(InferShape(Node("Softmax").in(T("x", {2, 3, 4})).i("axis", 1)), (Shape{2, 3, 4}));
+  EXPECT_EQ(InferShape(Node("Softmax").in(T("x", {2, 3, 4})).i("axis", -3)), (Shape{2, 3, 4}));
+  EXPECT_NE(InferError(Node("Softmax").in(T("x", {2, 3, 4})).i("axis", 3)).find("out of range"),
+            std::string::npos);
+}
+
+// ---- BatchNormalization ---------------------------------------------------------------
+
+Node BatchNorm(Shape x, int64_t c) {
+  Node b("BatchNormalization", "bn1");
+  b.in(T("x", std::move(x))).in(T("scale", {c})).in(T("bias", {c})).in(T("mean", {c}))
+      .in(T("var", {c}));
+  return b;
+}
+
+TEST(OpsBatchNorm, Inference) {
+  EXPECT_EQ(InferShape(BatchNorm({2, 16, 5, 5}, 16)), (Shape{2, 16, 5, 5}));
+  EXPECT_EQ(InferShape(BatchNorm({2, 16}, 16)), (Shape{2, 16}));
+  std::string e = InferError(BatchNorm({2, 16, 5, 5}, 8));
+  EXPECT_NE(e.find("input 'scale' has shape 8"), std::string::npos) << e;
+  EXPECT_NE(InferError(BatchNorm({2, 16, 5, 5}, 16).outputs(3)).find("training-mode"),
+            std::string::npos);
+  EXPECT_NE(InferError(BatchNorm({2, 16, 5, 5}, 16).i("training_mode", 1)).find("training_mode"),
+            std::string::npos);
+  Node four("BatchNormalization", "bn1");
+  four.in(T("x", {2, 4})).in(T("s", {4})).in(T("b", {4})).in(T("m", {4}));
+  EXPECT_NE(InferError(four).find("missing"), std::string::npos);
+}
+
+// ---- pooling ---------------------------------------------------------------------------
+
+Node Pool(const char* op, Shape x, Shape kernel) {
+  Node b(op, "pool");
+  b.in(T("x", std::move(x))).ints("kernel_shape", std::move(kernel));
+  return b;
+}
+
+TEST(OpsPool, MaxPoolFloorAndCeil) {
+  EXPECT_EQ(InferShape(Pool("MaxPool", {1, 64, 112, 112}, {3, 3}).ints("strides", {2, 2})
+                           .ints("pads", {1, 1, 1, 1})),
+            (Shape{1, 64, 56, 56}));
+  // (6 - 3) / 2 + 1 = 2 floor, 3 with ceil_mode.
+  EXPECT_EQ(InferShape(Pool("MaxPool", {1, 1, 6, 6}, {3, 3}).ints("strides", {2, 2})),
+            (Shape{1, 1, 2, 2}));
+  EXPECT_EQ(InferShape(Pool("MaxPool", {1, 1, 6, 6}, {3, 3}).ints("strides", {2, 2})
+                           .i("ceil_mode", 1)),
+            (Shape{1, 1, 3, 3}));
+  // ceil_mode may not start a window in the trailing padding:
+  // in 5, k 2, s 2, pads 1/1: span 5 -> ceil(5/2)+1 = 4 windows, but window 4
+  // would start at 6 >= 5 + 1, so 3 windows.
+  EXPECT_EQ(InferShape(Pool("MaxPool", {1, 1, 5}, {2}).ints("strides", {2}).ints("pads", {1, 1})
+                           .i("ceil_mode", 1)),
+            (Shape{1, 1, 3}));
+  // Exact fit: ceil_mode changes nothing.
+  EXPECT_EQ(InferShape(Pool("MaxPool", {1, 1, 7, 7}, {3, 3}).ints("strides", {2, 2})
+                           .i("ceil_mode", 1)),
+            (Shape{1, 1, 3, 3}));
+  EXPECT_EQ(InferShape(Pool("MaxPool", {1, 1, 7, 7}, {2, 2}).ints("dilations", {2, 2})),
+            (Shape{1, 1, 5, 5}));
+  EXPECT_EQ(InferShape(Pool("MaxPool", {1, 1, 7, 7}, {3, 3}).s("auto_pad", "SAME_UPPER")
+                           .ints("strides", {2, 2}).i("storage_order", 1)),
+            (Shape{1, 1, 4, 4}));
+}
+
+TEST(OpsPool, MaxPoolErrors) {
+  EXPECT_NE(InferError(Pool("MaxPool", {1, 1, 6, 6}, {3, 3}).outputs(2)).find("Indices"),
+            std::string::npos);
+  EXPECT_NE(InferError(Node("MaxPool").in(T("x", {1, 1, 6, 6}))).find("kernel_shape"),
+            std::string::npos);
+  EXPECT_NE(InferError(Pool("MaxPool", {1, 1, 6, 6}, {3})).find("kernel_shape"), std::string::npos);
+  EXPECT_NE(InferError(Pool("MaxPool", {1, 1, 6, 6}, {3, 0})).find("kernel_shape"), std::string::npos);
+  EXPECT_NE(InferError(Pool("MaxPool", {1, 1, 6, 6}, {3, 3}).ints("pads", {3, 0, 0, 0})).find("smaller than kernel"),
+            std::string::npos);
+  EXPECT_NE(InferError(Pool("MaxPool", {1, 1, 6, 6}, {3, 3}).i("ceil_mode", 2)).find("ceil_mode"),
+            std::string::npos);
+  EXPECT_NE(InferError(Pool("MaxPool", {6, 6}, {3, 3})).find("input 'x' has 2 dims"),
+            std::string::npos);
+}
+
+TEST(OpsPool, AveragePool) {
+  EXPECT_EQ(InferShape(Pool("AveragePool", {1, 8, 7, 7}, {7, 7})), (Shape{1, 8, 1, 1}));
+  EXPECT_EQ(InferShape(Pool("AveragePool", {1, 8, 6, 6}, {3, 3}).ints("strides", {2, 2})
+                           .ints("pads", {1, 1, 1, 1}).i("count_include_pad", 1).i("ceil_mode", 1)),
+            (Shape{1, 8, 4, 4}));  // span 5 -> ceil(5/2)+1 = 4; last starts at 6 < 7
+  EXPECT_NE(InferError(Pool("AveragePool", {1, 8, 6, 6}, {3, 3}).i("count_include_pad", 5)).find("count_include_pad"),
+            std::string::npos);
+  EXPECT_EQ(InferShape(Node("GlobalAveragePool").in(T("x", {2, 8, 7, 5}))), (Shape{2, 8, 1, 1}));
+  EXPECT_EQ(InferShape(Node("GlobalAveragePool").in(T("x", {2, 8, 7}))), (Shape{2, 8, 1}));
+  EXPECT_NE(InferError(Node("GlobalAveragePool").in(T("x", {2, 8}))).find("2 dims"), std::string::npos);
+  EXPECT_NE(InferError(Node("GlobalAveragePool").in(T("x", {2, 8, 0, 3}))).find("empty"),
+            std::string::npos);
+}
+
+// ---- shape ops -------------------------------------------------------------------------
+
+TEST(OpsShape, Flatten) {
+  EXPECT_EQ(InferShape(Node("Flatten").in(T("x", {2, 3, 4, 5}))), (Shape{2, 60}));
+  EXPECT_EQ(InferShape(Node("Flatten").in(T("x", {2, 3, 4, 5})).i("axis", 0)), (Shape{1, 120}));
+  EXPECT_EQ(InferShape(Node("Flatten").in(T("x", {2, 3, 4, 5})).i("axis", 4)), (Shape{120, 1}));
+  EXPECT_EQ(InferShape(Node("Flatten").in(T("x", {2, 3, 4, 5})).i("axis", -1)), (Shape{24, 5}));
+  EXPECT_NE(InferError(Node("Flatten").in(T("x", {2, 3})).i("axis", 3)).find("out of range"),
+            std::string::npos);
+  EXPECT_NE(InferError(Node("Flatten").in(T("x", {2, 3})).i("axis", -3)).find("out of range"),
+            std::string::npos);
+}
+
+Node Reshape(Shape x, const std::vector<int64_t>& target) {
+  Node b("Reshape", "r");
+  b.in(T("x", std::move(x))).in(T("shape", {static_cast<int64_t>(target.size())}, I64,
+                                     target.data()));
+  return b;
+}
+
+TEST(OpsShape, Reshape) {
+  const std::vector<int64_t> a = {0, -1};
+  EXPECT_EQ(InferShape(Reshape({2, 3, 4}, a)), (Shape{2, 12}));
+  const std::vector<int64_t> b = {-1, 4, 1};
+  EXPECT_EQ(InferShape(Reshape({2, 3, 4}, b)), (Shape{6, 4, 1}));
+  const std::vector<int64_t> c = {4, 0, 2};
+  EXPECT_EQ(InferShape(Reshape({2, 3, 4}, c)), (Shape{4, 3, 2}));
+  // allowzero: 0 is a real zero.
+  const std::vector<int64_t> z = {0, 5};
+  EXPECT_EQ(InferShape(Reshape({0, 5}, z).i("allowzero", 1)), (Shape{0, 5}));
+  const std::vector<int64_t> scalar = {};
+  EXPECT_EQ(InferShape(Reshape({1, 1}, scalar)), (Shape{}));
+
+  const std::vector<int64_t> two = {-1, -1};
+  EXPECT_NE(InferError(Reshape({2, 3}, two)).find("more than one -1"), std::string::npos);
+  const std::vector<int64_t> uneven = {-1, 5};
+  EXPECT_NE(InferError(Reshape({2, 3}, uneven)).find("does not fit"), std::string::npos);
+  const std::vector<int64_t> wrong = {7};
+  EXPECT_NE(InferError(Reshape({2, 3}, wrong)).find("has 7 elements"), std::string::npos);
+  const std::vector<int64_t> neg = {-2, 3};
+  EXPECT_NE(InferError(Reshape({2, 3}, neg)).find("invalid dim -2"), std::string::npos);
+  const std::vector<int64_t> copy_past_end = {6, 0, 0};
+  EXPECT_NE(InferError(Reshape({6}, copy_past_end)).find("copies dim 1"), std::string::npos);
+  const std::vector<int64_t> huge = {kMax, kMax, -1};
+  EXPECT_NE(InferError(Reshape({6}, huge)).find("overflows"), std::string::npos);
+  const std::vector<int64_t> zero_infer = {0, -1};
+  EXPECT_NE(InferError(Reshape({0, 4}, zero_infer).i("allowzero", 1)).find("cannot be inferred"),
+            std::string::npos);
+}
+
+TEST(OpsShape, ReshapeUnknownShapeValue) {
+  Node b("Reshape", "r");
+  b.in(T("x", {2, 3, 4})).in(T("shape", {2}, I64));
+  EXPECT_EQ(InferError(b),
+            "Reshape 'r': input 'shape' value must be known at convert time (a constant)");
+  std::string err;
+  // Fallback: same element count and the rank the shape input implies.
+  EXPECT_TRUE(kite::ops::check_declared_outputs(b.n, {T("y", {6, 4})}, &err)) << err;
+  EXPECT_FALSE(kite::ops::check_declared_outputs(b.n, {T("y", {6, 5})}, &err));
+  EXPECT_NE(err.find("24 elements"), std::string::npos) << err;
+  EXPECT_FALSE(kite::ops::check_declared_outputs(b.n, {T("y", {24})}, &err));
+  EXPECT_FALSE(kite::ops::check_declared_outputs(b.n, {T("y", {6, 4}, I64)}, &err));
+  EXPECT_NE(err.find("dtype int64"), std::string::npos) << err;
+}
+
+TEST(OpsShape, Concat) {
+  Node b("Concat", "cat");
+  b.in(T("a", {2, 3, 4})).in(T("b", {2, 5, 4})).in(T("c", {2, 1, 4})).i("axis", 1);
+  EXPECT_EQ(InferShape(b), (Shape{2, 9, 4}));
+  Node neg("Concat", "cat");
+  neg.in(T("a", {2, 3})).in(T("b", {2, 5})).i("axis", -1);
+  EXPECT_EQ(InferShape(neg), (Shape{2, 8}));
+  Node mismatch("Concat", "cat");
+  mismatch.in(T("a", {2, 3})).in(T("b", {3, 5})).i("axis", 1);
+  EXPECT_NE(InferError(mismatch).find("input 'b' has shape 3x5: dim 0 is 3, expected 2"),
+            std::string::npos);
+  Node rank("Concat", "cat");
+  rank.in(T("a", {2, 3})).in(T("b", {2, 3, 1})).i("axis", 0);
+  EXPECT_NE(InferError(rank).find("3 dims, expected 2"), std::string::npos);
+  Node no_axis("Concat", "cat");
+  no_axis.in(T("a", {2, 3}));
+  EXPECT_NE(InferError(no_axis).find("'axis' is required"), std::string::npos);
+  Node huge("Concat", "cat");
+  huge.in(T("a", {kMax / 4}, BOOL)).in(T("b", {kMax / 4}, BOOL)).in(T("c", {kMax / 4}, BOOL))
+      .in(T("d", {kMax / 4}, BOOL)).in(T("e", {kMax / 4}, BOOL)).i("axis", 0);
+  EXPECT_NE(InferError(huge).find("overflows"), std::string::npos);
+}
+
+TEST(OpsShape, Transpose) {
+  EXPECT_EQ(InferShape(Node("Transpose").in(T("x", {2, 3, 4}))), (Shape{4, 3, 2}));
+  EXPECT_EQ(InferShape(Node("Transpose").in(T("x", {2, 3, 4})).ints("perm", {0, 2, 1})),
+            (Shape{2, 4, 3}));
+  EXPECT_NE(InferError(Node("Transpose").in(T("x", {2, 3, 4})).ints("perm", {0, 0, 1})).find("permutation"),
+            std::string::npos);
+  EXPECT_NE(InferError(Node("Transpose").in(T("x", {2, 3, 4})).ints("perm", {0, 1})).find("perm"),
+            std::string::npos);
+  EXPECT_NE(InferError(Node("Transpose").in(T("x", {2, 3})).ints("perm", {0, 2})).find("permutation"),
+            std::string::npos);
+}
+
+// ---- check_declared_outputs ------------------------------------------------------------
+
+TEST(OpsCheckDeclared, AcceptsExactAndRejectsWrong) {
+  Node conv = Conv2d({1, 3, 8, 8}, {4, 3, 3, 3});
+  std::string err;
+  EXPECT_TRUE(kite::ops::check_declared_outputs(conv.n, {T("y", {1, 4, 6, 6})}, &err)) << err;
+  EXPECT_FALSE(kite::ops::check_declared_outputs(conv.n, {T("y", {1, 4, 8, 8})}, &err));
+  EXPECT_EQ(err, "Conv 'layer1.0.conv1': output 'y' has shape 1x4x8x8, expected 1x4x6x6");
+  EXPECT_FALSE(kite::ops::check_declared_outputs(conv.n, {T("y", {1, 4, 36})}, &err));
+  EXPECT_FALSE(kite::ops::check_declared_outputs(conv.n, {T("y", {1, 4, 6, 6}, I32)}, &err));
+  EXPECT_NE(err.find("dtype int32, expected float32"), std::string::npos) << err;
+  EXPECT_FALSE(kite::ops::check_declared_outputs(conv.n, {T("y", {1, 4, 6, -6})}, &err));
+  EXPECT_FALSE(kite::ops::check_declared_outputs(conv.n, {}, &err));
+  EXPECT_NE(err.find("declares 0 outputs"), std::string::npos) << err;
+  // Invalid inputs are rejected even if the declared output looks plausible.
+  Node bad = Conv2d({1, 3, 8}, {4, 3, 3, 3});
+  EXPECT_FALSE(kite::ops::check_declared_outputs(bad.n, {T("y", {1, 4, 6})}, &err));
+}
+
+TEST(OpsCheckDeclared, BroadcastOutput) {
+  Node add("Add", "e");
+  add.in(T("a", {4, 1})).in(T("b", {3}));
+  std::string err;
+  EXPECT_TRUE(kite::ops::check_declared_outputs(add.n, {T("y", {4, 3})}, &err)) << err;
+  // A smaller declared output would make the kernel write out of bounds.
+  EXPECT_FALSE(kite::ops::check_declared_outputs(add.n, {T("y", {4, 1})}, &err));
+  EXPECT_FALSE(kite::ops::check_declared_outputs(add.n, {T("y", {1, 4, 3})}, &err));
+}
+
+}  // namespace
