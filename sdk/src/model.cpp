@@ -81,8 +81,8 @@ Status Model::load_file(const std::string& path, std::shared_ptr<Model>* out) {
 }
 
 Status Model::load_memory(const void* data, size_t size, std::shared_ptr<Model>* out) {
-  if (data == nullptr) return Status(KITE_ERROR_INVALID_ARGUMENT, "model data is NULL");
   if (size == 0) return Status(KITE_ERROR_INVALID_MODEL, "model data is empty (0 bytes)");
+  if (data == nullptr) return Status(KITE_ERROR_INVALID_ARGUMENT, "model data is NULL");
   auto bytes = std::unique_ptr<HeapBytes>(new (std::nothrow) HeapBytes(size));
   if (!bytes || !bytes->ok()) {
     return Status(KITE_ERROR_OUT_OF_MEMORY,
