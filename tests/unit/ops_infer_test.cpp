@@ -684,4 +684,524 @@ TEST(OpsCheckDeclared, BroadcastOutput) {
   EXPECT_FALSE(kite::ops::check_declared_outputs(add.n, {T("y", {1, 4, 3})}, &err));
 }
 
+TEST(OpsCheckDeclared, UnusedOptionalOutputs) {
+  // MaxPool with an unused Indices slot (ONNX "" output, ABI NULL entry).
+  Node pool = Pool("MaxPool", {1, 1, 6, 6}, {2, 2});
+  pool.outputs(2);
+  pool.n.outputs_used = {true, false};
+  std::vector<TensorType> outs;
+  std::string err;
+  ASSERT_TRUE(kite::ops::infer_types(pool.n, &outs, &err)) << err;
+  ASSERT_EQ(outs.size(), 2u);
+  EXPECT_TRUE(outs[0].present);
+  EXPECT_FALSE(outs[1].present);
+  EXPECT_TRUE(kite::ops::check_declared_outputs(pool.n, {T("y", {1, 1, 5, 5}), Absent()}, &err)) << err;
+  pool.n.outputs_used = {true, true};
+  EXPECT_NE(InferError(pool).find("Indices"), std::string::npos);
+
+  Node bn = BatchNorm({2, 4, 3, 3}, 4);
+  bn.outputs(3);
+  bn.n.outputs_used = {true, false, false};
+  EXPECT_EQ(InferShape(bn), (Shape{2, 4, 3, 3}));
+}
+
+// ---- priority 2 --------------------------------------------------------------------
+
+TEST(OpsConvTranspose, Shapes) {
+  auto ct = [](Shape x, Shape w) {
+    Node b("ConvTranspose", "up");
+    b.in(T("x", std::move(x))).in(T("w", std::move(w)));
+    return b;
+  };
+  // out = s*(in-1) + output_padding + ((k-1)*d+1) - pads
+  EXPECT_EQ(InferShape(ct({1, 8, 4, 4}, {8, 3, 4, 4}).ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1})),
+            (Shape{1, 3, 8, 8}));
+  EXPECT_EQ(InferShape(ct({1, 8, 4, 4}, {8, 3, 3, 3}).ints("strides", {2, 2})
+                           .ints("output_padding", {1, 0})),
+            (Shape{1, 3, 10, 9}));
+  EXPECT_EQ(InferShape(ct({1, 8, 5}, {8, 2, 3}).i("group", 4)), (Shape{1, 8, 7}));
+  EXPECT_EQ(InferShape(ct({1, 8, 4, 4}, {8, 3, 3, 3}).ints("strides", {2, 2})
+                           .s("auto_pad", "SAME_UPPER")),
+            (Shape{1, 3, 8, 8}));
+  EXPECT_EQ(InferShape(ct({1, 8, 4, 4}, {8, 3, 3, 3}).ints("strides", {2, 2})
+                           .ints("output_shape", {9, 8})),
+            (Shape{1, 3, 9, 8}));
+  EXPECT_NE(InferError(ct({1, 8, 4, 4}, {8, 3, 3, 3}).ints("output_shape", {20, 8})).find("not reachable"),
+            std::string::npos);
+  EXPECT_NE(InferError(ct({1, 8, 4, 4}, {4, 3, 3, 3})).find("input 'w'"), std::string::npos);
+  EXPECT_NE(InferError(ct({1, 8, 4, 4}, {8, 3, 3, 3}).ints("output_padding", {1, 1})).find("output_padding"),
+            std::string::npos);
+  EXPECT_NE(InferError(ct({1, 8, 2, 2}, {8, 3, 3, 3}).ints("pads", {3, 3, 3, 3})).find("exceed"),
+            std::string::npos);
+}
+
+TEST(OpsNorm, LayerAndInstance) {
+  Node ln("LayerNormalization", "ln");
+  ln.in(T("x", {2, 5, 8})).in(T("g", {8})).in(T("b", {8})).outputs(3);
+  EXPECT_EQ(InferShape(ln, 0), (Shape{2, 5, 8}));
+  EXPECT_EQ(InferShape(ln, 1), (Shape{2, 5, 1}));
+  EXPECT_EQ(InferDtype(ln, 2), F32);
+  Node ln1("LayerNormalization", "ln");
+  ln1.in(T("x", {2, 5, 8})).in(T("g", {5, 8})).i("axis", 1);
+  EXPECT_EQ(InferShape(ln1), (Shape{2, 5, 8}));
+  Node bad("LayerNormalization", "ln");
+  bad.in(T("x", {2, 5, 8})).in(T("g", {5}));
+  EXPECT_NE(InferError(bad).find("input 'g' has shape 5"), std::string::npos);
+  Node small("LayerNormalization", "ln");  // broadcastable but fewer elements: rejected
+  small.in(T("x", {2, 5, 8})).in(T("g", {1, 8})).i("axis", 1);
+  EXPECT_NE(InferError(small).find("normalized shape 5x8"), std::string::npos);
+
+  Node in("InstanceNormalization", "in");
+  in.in(T("x", {2, 3, 4, 4})).in(T("s", {3})).in(T("b", {3}));
+  EXPECT_EQ(InferShape(in), (Shape{2, 3, 4, 4}));
+  Node in_bad("InstanceNormalization", "in");
+  in_bad.in(T("x", {2, 3, 4, 4})).in(T("s", {3})).in(T("b", {2}));
+  EXPECT_NE(InferError(in_bad).find("input 'b'"), std::string::npos);
+}
+
+TEST(OpsElementwise, ActivationsAndMore) {
+  for (const char* op : {"Sqrt", "Reciprocal", "Exp", "Log", "Erf", "Tanh", "HardSwish",
+                         "LogSoftmax"}) {
+    EXPECT_EQ(InferShape(Node(op).in(T("x", {2, 3}))), (Shape{2, 3})) << op;
+  }
+  EXPECT_EQ(InferDtype(Node("Abs").in(T("x", {2}, I64))), I64);
+  EXPECT_EQ(InferDtype(Node("Neg").in(T("x", {2}, I32))), I32);
+  EXPECT_EQ(InferShape(Node("LeakyRelu").in(T("x", {2})).f("alpha", 0.2f)), (Shape{2}));
+  EXPECT_NE(InferError(Node("LeakyRelu").in(T("x", {2})).i("alpha", 1)).find("type INT"),
+            std::string::npos);
+  EXPECT_EQ(InferShape(Node("Gelu").in(T("x", {2})).s("approximate", "tanh")), (Shape{2}));
+  EXPECT_NE(InferError(Node("Gelu").in(T("x", {2})).s("approximate", "fast")).find("approximate"),
+            std::string::npos);
+  EXPECT_EQ(InferShape(Node("HardSigmoid").in(T("x", {2})).f("alpha", 0.2f).f("beta", 0.5f)),
+            (Shape{2}));
+  EXPECT_EQ(InferShape(Node("Elu").in(T("x", {3}))), (Shape{3}));
+
+  Node prelu("PRelu", "p");
+  prelu.in(T("x", {1, 8, 4, 4})).in(T("slope", {8, 1, 1}));
+  EXPECT_EQ(InferShape(prelu), (Shape{1, 8, 4, 4}));
+  Node prelu_bad("PRelu", "p");
+  prelu_bad.in(T("x", {1, 8, 4, 4})).in(T("slope", {2, 8, 1, 1}));
+  EXPECT_NE(InferError(prelu_bad).find("does not broadcast"), std::string::npos);
+
+  Node pow("Pow", "p");
+  pow.in(T("x", {2, 3})).in(T("y", {}, I64));
+  EXPECT_EQ(InferShape(pow), (Shape{2, 3}));
+  EXPECT_EQ(InferDtype(pow), F32);
+}
+
+TEST(OpsElementwise, ComparisonsLogicWhereCast) {
+  Node eq("Equal", "e");
+  eq.in(T("a", {2, 3}, I64)).in(T("b", {3}, I64));
+  EXPECT_EQ(InferShape(eq), (Shape{2, 3}));
+  EXPECT_EQ(InferDtype(eq), BOOL);
+  Node gt("Greater", "g");
+  gt.in(T("a", {2, 1})).in(T("b", {1, 4}));
+  EXPECT_EQ(InferShape(gt), (Shape{2, 4}));
+  Node gt_bool("Less", "l");
+  gt_bool.in(T("a", {2}, BOOL)).in(T("b", {2}, BOOL));
+  EXPECT_NE(InferError(gt_bool).find("dtype bool"), std::string::npos);
+  Node both("And", "a");
+  both.in(T("a", {2}, BOOL)).in(T("b", {2}, BOOL));
+  EXPECT_EQ(InferDtype(both), BOOL);
+  Node or_f("Or", "o");
+  or_f.in(T("a", {2})).in(T("b", {2}));
+  EXPECT_NE(InferError(or_f).find("expected bool"), std::string::npos);
+  EXPECT_EQ(InferDtype(Node("Not").in(T("x", {2}, BOOL))), BOOL);
+
+  Node where("Where", "w");
+  where.in(T("c", {2, 1}, BOOL)).in(T("x", {1, 3}, I64)).in(T("y", {}, I64));
+  EXPECT_EQ(InferShape(where), (Shape{2, 3}));
+  EXPECT_EQ(InferDtype(where), I64);
+  Node where_bad("Where", "w");
+  where_bad.in(T("c", {2}, BOOL)).in(T("x", {2}, I64)).in(T("y", {2}));
+  EXPECT_NE(InferError(where_bad).find("input 'y' has dtype float32"), std::string::npos);
+
+  EXPECT_EQ(InferDtype(Node("Cast").in(T("x", {2})).i("to", 7)), I64);   // ONNX INT64
+  EXPECT_EQ(InferDtype(Node("Cast").in(T("x", {2})).i("to", 9)), BOOL);  // ONNX BOOL
+  EXPECT_NE(InferError(Node("Cast").in(T("x", {2})).i("to", 11)).find("ONNX type 11"),
+            std::string::npos);
+  EXPECT_NE(InferError(Node("Cast").in(T("x", {2}))).find("'to' is required"), std::string::npos);
+}
+
+TEST(OpsElementwise, Dropout) {
+  EXPECT_EQ(InferShape(Node("Dropout").in(T("x", {2, 3}))), (Shape{2, 3}));
+  Node two("Dropout", "d");
+  two.in(T("x", {2, 3})).outputs(2);
+  EXPECT_EQ(InferDtype(two, 1), BOOL);
+  EXPECT_EQ(InferShape(two, 1), (Shape{2, 3}));
+  const uint8_t yes = 1, no = 0;
+  Node training("Dropout", "d");
+  training.in(T("x", {2})).in(Absent()).in(T("t", {}, BOOL, &yes));
+  EXPECT_NE(InferError(training).find("only inference"), std::string::npos);
+  Node inference("Dropout", "d");
+  inference.in(T("x", {2})).in(Absent()).in(T("t", {}, BOOL, &no));
+  EXPECT_EQ(InferShape(inference), (Shape{2}));
+}
+
+TEST(OpsShape, Split) {
+  Node even("Split", "s");
+  even.in(T("x", {2, 6})).i("axis", 1).outputs(3);
+  EXPECT_EQ(InferShape(even, 2), (Shape{2, 2}));
+  Node uneven("Split", "s");
+  uneven.in(T("x", {7})).outputs(3);
+  EXPECT_NE(InferError(uneven).find("not divisible"), std::string::npos);
+  uneven.i("num_outputs", 3);  // opset 18: last chunk smaller
+  EXPECT_EQ(InferShape(uneven, 0), (Shape{3}));
+  EXPECT_EQ(InferShape(uneven, 2), (Shape{1}));
+  const std::vector<int64_t> sizes = {1, 5};
+  Node input("Split", "s");
+  input.in(T("x", {6, 2})).in(T("split", {2}, I64, sizes.data())).outputs(2);
+  EXPECT_EQ(InferShape(input, 1), (Shape{5, 2}));
+  Node attr("Split", "s");
+  attr.in(T("x", {6, 2})).ints("split", {2, 3}).outputs(2);
+  EXPECT_NE(InferError(attr).find("adds up to 5"), std::string::npos);
+  Node negative("Split", "s");
+  negative.in(T("x", {6, 2})).ints("split", {7, -1}).outputs(2);
+  EXPECT_NE(InferError(negative).find("negative"), std::string::npos);
+  // Unknown split sizes: declared parts must tile the input along the axis.
+  Node unknown("Split", "s");
+  unknown.in(T("x", {6, 2})).in(T("split", {2}, I64)).outputs(2);
+  std::string err;
+  EXPECT_TRUE(kite::ops::check_declared_outputs(unknown.n, {T("a", {4, 2}), T("b", {2, 2})}, &err)) << err;
+  EXPECT_FALSE(kite::ops::check_declared_outputs(unknown.n, {T("a", {4, 2}), T("b", {3, 2})}, &err));
+  EXPECT_FALSE(kite::ops::check_declared_outputs(unknown.n, {T("a", {4, 2}), T("b", {2, 3})}, &err));
+}
+
+Node Slice(Shape x, std::vector<int64_t>* starts, std::vector<int64_t>* ends,
+           std::vector<int64_t>* axes = nullptr, std::vector<int64_t>* steps = nullptr) {
+  Node b("Slice", "sl");
+  const int64_t n = static_cast<int64_t>(starts->size());
+  b.in(T("x", std::move(x))).in(T("starts", {n}, I64, starts->data()))
+      .in(T("ends", {n}, I64, ends->data()));
+  if (axes || steps) b.in(axes ? T("axes", {n}, I64, axes->data()) : Absent());
+  if (steps) b.in(T("steps", {n}, I64, steps->data()));
+  return b;
+}
+
+TEST(OpsShape, Slice) {
+  std::vector<int64_t> s1 = {1, 0}, e1 = {3, -1};
+  EXPECT_EQ(InferShape(Slice({4, 10}, &s1, &e1)), (Shape{2, 9}));
+  std::vector<int64_t> s2 = {0}, e2 = {kMax}, a2 = {-1}, st2 = {3};
+  EXPECT_EQ(InferShape(Slice({4, 10}, &s2, &e2, &a2, &st2)), (Shape{4, 4}));
+  // Reverse: start clamps to dim-1, end INT64_MIN clamps to -1.
+  std::vector<int64_t> s3 = {-1}, e3 = {std::numeric_limits<int64_t>::min()}, a3 = {1},
+                       st3 = {-1};
+  EXPECT_EQ(InferShape(Slice({4, 10}, &s3, &e3, &a3, &st3)), (Shape{4, 10}));
+  std::vector<int64_t> st4 = {std::numeric_limits<int64_t>::min()};
+  EXPECT_EQ(InferShape(Slice({4, 10}, &s3, &e3, &a3, &st4)), (Shape{4, 1}));
+  std::vector<int64_t> s5 = {5}, e5 = {2};
+  EXPECT_EQ(InferShape(Slice({10}, &s5, &e5)), (Shape{0}));
+  std::vector<int64_t> st0 = {0};
+  EXPECT_NE(InferError(Slice({10}, &s5, &e5, nullptr, &st0)).find("0 step"), std::string::npos);
+  std::vector<int64_t> dup_s = {0, 0}, dup_e = {1, 1}, dup_a = {1, -1};
+  EXPECT_NE(InferError(Slice({4, 10}, &dup_s, &dup_e, &dup_a)).find("twice"), std::string::npos);
+  std::vector<int64_t> bad_a = {2};
+  EXPECT_NE(InferError(Slice({4, 10}, &s5, &e5, &bad_a)).find("out of range"), std::string::npos);
+
+  Node unknown("Slice", "sl");
+  unknown.in(T("x", {4, 10})).in(T("starts", {1}, I64)).in(T("ends", {1}, I64));
+  EXPECT_NE(InferError(unknown).find("input 'starts' value must be known"), std::string::npos);
+  std::string err;
+  EXPECT_TRUE(kite::ops::check_declared_outputs(unknown.n, {T("y", {4, 3})}, &err)) << err;
+  EXPECT_FALSE(kite::ops::check_declared_outputs(unknown.n, {T("y", {4, 11})}, &err));
+}
+
+TEST(OpsShape, GatherSqueezeUnsqueeze) {
+  Node g("Gather", "g");
+  g.in(T("data", {5, 4, 3})).in(T("idx", {2, 6}, I64)).i("axis", 1);
+  EXPECT_EQ(InferShape(g), (Shape{5, 2, 6, 3}));
+  const int32_t scalar_index = -5;
+  Node gs("Gather", "g");
+  gs.in(T("data", {5, 4})).in(T("idx", {}, I32, &scalar_index));
+  EXPECT_EQ(InferShape(gs), (Shape{4}));
+  const int64_t out_of_range[] = {0, 5};
+  Node gb("Gather", "g");
+  gb.in(T("data", {5, 4})).in(T("idx", {2}, I64, out_of_range));
+  EXPECT_NE(InferError(gb).find("holds 5 at position 1"), std::string::npos);
+  Node gf("Gather", "g");
+  gf.in(T("data", {5, 4})).in(T("idx", {2}));
+  EXPECT_NE(InferError(gf).find("dtype float32"), std::string::npos);
+
+  EXPECT_EQ(InferShape(Node("Squeeze").in(T("x", {1, 3, 1, 2}))), (Shape{3, 2}));
+  EXPECT_EQ(InferShape(Node("Squeeze").in(T("x", {1, 3, 1, 2})).ints("axes", {-2})),
+            (Shape{1, 3, 2}));
+  const int64_t axes0[] = {0};
+  EXPECT_EQ(InferShape(Node("Squeeze").in(T("x", {1, 3})).in(T("axes", {1}, I64, axes0))),
+            (Shape{3}));
+  EXPECT_NE(InferError(Node("Squeeze").in(T("x", {1, 3})).ints("axes", {1})).find("dim 1 is 3"),
+            std::string::npos);
+
+  const int64_t axes_u[] = {0, 3};
+  EXPECT_EQ(InferShape(Node("Unsqueeze").in(T("x", {3, 4})).in(T("axes", {2}, I64, axes_u))),
+            (Shape{1, 3, 4, 1}));
+  EXPECT_EQ(InferShape(Node("Unsqueeze").in(T("x", {3, 4})).ints("axes", {-1})), (Shape{3, 4, 1}));
+  EXPECT_EQ(InferShape(Node("Unsqueeze").in(T("x", {})).ints("axes", {0})), (Shape{1}));
+  EXPECT_NE(InferError(Node("Unsqueeze").in(T("x", {3})).ints("axes", {0, 0})).find("twice"),
+            std::string::npos);
+  EXPECT_NE(InferError(Node("Unsqueeze").in(T("x", {3}))).find("required"), std::string::npos);
+  Node unknown("Unsqueeze", "u");
+  unknown.in(T("x", {3, 4})).in(T("axes", {1}, I64));
+  std::string err;
+  EXPECT_TRUE(kite::ops::check_declared_outputs(unknown.n, {T("y", {3, 1, 4})}, &err)) << err;
+  EXPECT_FALSE(kite::ops::check_declared_outputs(unknown.n, {T("y", {3, 4})}, &err));
+}
+
+TEST(OpsShape, ExpandTileShapeConstantOfShapeRange) {
+  const int64_t target[] = {2, 1, 6};
+  Node ex("Expand", "e");
+  ex.in(T("x", {3, 1})).in(T("shape", {3}, I64, target));
+  EXPECT_EQ(InferShape(ex), (Shape{2, 3, 6}));
+  const int64_t bad_target[] = {4, 2};
+  Node exb("Expand", "e");
+  exb.in(T("x", {3, 1})).in(T("shape", {2}, I64, bad_target));
+  EXPECT_NE(InferError(exb).find("cannot be expanded"), std::string::npos);
+
+  const int64_t reps[] = {2, 3};
+  Node tile("Tile", "t");
+  tile.in(T("x", {3, 4})).in(T("repeats", {2}, I64, reps));
+  EXPECT_EQ(InferShape(tile), (Shape{6, 12}));
+  const int64_t huge[] = {kMax, 1};
+  Node tile_huge("Tile", "t");
+  tile_huge.in(T("x", {3, 4})).in(T("repeats", {2}, I64, huge));
+  EXPECT_NE(InferError(tile_huge).find("overflows"), std::string::npos);
+  Node tile_rank("Tile", "t");
+  tile_rank.in(T("x", {3, 4})).in(T("repeats", {3}, I64));
+  EXPECT_NE(InferError(tile_rank).find("one per input dim"), std::string::npos);
+
+  EXPECT_EQ(InferShape(Node("Shape").in(T("x", {2, 3, 4}))), (Shape{3}));
+  EXPECT_EQ(InferShape(Node("Shape").in(T("x", {2, 3, 4})).i("start", -2)), (Shape{2}));
+  EXPECT_EQ(InferShape(Node("Shape").in(T("x", {2, 3, 4})).i("start", 5)), (Shape{0}));
+  EXPECT_EQ(InferDtype(Node("Shape").in(T("x", {2}))), I64);
+
+  const int64_t dims[] = {2, 5};
+  Node cos("ConstantOfShape", "c");
+  cos.in(T("shape", {2}, I64, dims)).i("value_dtype", KITE_DTYPE_INT32);
+  Attr value;
+  value.name = "value";
+  value.type = KITE_ATTR_INTS;
+  value.ints = {7};
+  cos.n.attrs.push_back(value);
+  EXPECT_EQ(InferShape(cos), (Shape{2, 5}));
+  EXPECT_EQ(InferDtype(cos), I32);
+  EXPECT_EQ(InferDtype(Node("ConstantOfShape").in(T("shape", {2}, I64, dims))), F32);
+  const int64_t negative_dims[] = {2, -5};
+  EXPECT_NE(InferError(Node("ConstantOfShape").in(T("shape", {2}, I64, negative_dims))).find("negative"),
+            std::string::npos);
+
+  auto range = [](kite_dtype dtype, const void* a, const void* b, const void* d) {
+    Node r("Range", "r");
+    r.in(T("start", {}, dtype, a)).in(T("limit", {}, dtype, b)).in(T("delta", {}, dtype, d));
+    return r;
+  };
+  const float f0 = 0.0f, f1 = 1.0f, f_step = 0.3f, f_zero = 0.0f;
+  EXPECT_EQ(InferShape(range(F32, &f0, &f1, &f_step)), (Shape{4}));
+  EXPECT_NE(InferError(range(F32, &f0, &f1, &f_zero)).find("is 0"), std::string::npos);
+  const int64_t i10 = 10, i0 = 0, im3 = -3;
+  EXPECT_EQ(InferShape(range(I64, &i10, &i0, &im3)), (Shape{4}));
+  EXPECT_EQ(InferShape(range(I64, &i0, &i10, &im3)), (Shape{0}));
+  const int64_t lo = std::numeric_limits<int64_t>::min(), one = 1;
+  const int64_t big_step = kMax;
+  EXPECT_EQ(InferShape(range(I64, &lo, &big_step, &big_step)), (Shape{3}));
+  EXPECT_NE(InferError(range(I64, &lo, &big_step, &one)).find("overflows"), std::string::npos);
+  const int32_t a32 = 1, b32 = 7, d32 = 2;
+  EXPECT_EQ(InferShape(range(I32, &a32, &b32, &d32)), (Shape{3}));
+  Node range_unknown("Range", "r");
+  range_unknown.in(T("start", {}, I64)).in(T("limit", {}, I64)).in(T("delta", {}, I64));
+  std::string err;
+  EXPECT_TRUE(kite::ops::check_declared_outputs(range_unknown.n, {T("y", {17}, I64)}, &err)) << err;
+  EXPECT_FALSE(kite::ops::check_declared_outputs(range_unknown.n, {T("y", {17}, F32)}, &err));
+}
+
+TEST(OpsReduce, AxesKeepdimsArgMax) {
+  EXPECT_EQ(InferShape(Node("ReduceMean").in(T("x", {2, 3, 4})).ints("axes", {1})),
+            (Shape{2, 1, 4}));
+  EXPECT_EQ(InferShape(Node("ReduceMax").in(T("x", {2, 3, 4})).ints("axes", {-1, 0}).i("keepdims", 0)),
+            (Shape{3}));
+  EXPECT_EQ(InferShape(Node("ReduceSum").in(T("x", {2, 3, 4})).i("keepdims", 0)), (Shape{}));
+  const int64_t axes[] = {2};
+  EXPECT_EQ(InferShape(Node("ReduceSum").in(T("x", {2, 3, 4})).in(T("axes", {1}, I64, axes))),
+            (Shape{2, 3, 1}));
+  EXPECT_EQ(InferShape(Node("ReduceSum").in(T("x", {2, 3})).in(T("axes", {0}, I64))
+                           .i("noop_with_empty_axes", 1)),
+            (Shape{2, 3}));
+  EXPECT_NE(InferError(Node("ReduceMin").in(T("x", {2, 3})).ints("axes", {2})).find("out of range"),
+            std::string::npos);
+  Node unknown("ReduceSum", "r");
+  unknown.in(T("x", {2, 3, 4})).in(T("axes", {1}, I64));
+  std::string err;
+  EXPECT_TRUE(kite::ops::check_declared_outputs(unknown.n, {T("y", {2, 1, 4})}, &err)) << err;
+  EXPECT_FALSE(kite::ops::check_declared_outputs(unknown.n, {T("y", {2, 2, 4})}, &err));
+
+  Node arg("ArgMax", "a");
+  arg.in(T("x", {2, 3, 4})).i("axis", 1);
+  EXPECT_EQ(InferShape(arg), (Shape{2, 1, 4}));
+  EXPECT_EQ(InferDtype(arg), I64);
+  EXPECT_EQ(InferShape(Node("ArgMax").in(T("x", {2, 3, 4})).i("axis", -1).i("keepdims", 0)
+                           .i("select_last_index", 1)),
+            (Shape{2, 3}));
+  EXPECT_NE(InferError(Node("ArgMax").in(T("x", {2, 0}))  .i("axis", 1)).find("empty"),
+            std::string::npos);
+}
+
+TEST(OpsShape, Resize) {
+  const float scales[] = {1, 1, 2, 1.5f};
+  Node r("Resize", "up");
+  r.in(T("x", {1, 3, 10, 10})).in(Absent()).in(T("scales", {4}, F32, scales));
+  EXPECT_EQ(InferShape(r), (Shape{1, 3, 20, 15}));
+  const int64_t sizes[] = {1, 3, 7, 9};
+  Node rs("Resize", "up");
+  rs.in(T("x", {1, 3, 10, 10})).in(T("roi", {0})).in(T("scales", {0})).in(T("sizes", {4}, I64, sizes));
+  EXPECT_EQ(InferShape(rs), (Shape{1, 3, 7, 9}));
+  const int64_t sizes2[] = {20, 30};
+  Node keep("Resize", "up");
+  keep.in(T("x", {1, 3, 10, 10})).in(Absent()).in(Absent()).in(T("sizes", {2}, I64, sizes2))
+      .ints("axes", {2, 3}).s("keep_aspect_ratio_policy", "not_larger");
+  EXPECT_EQ(InferShape(keep), (Shape{1, 3, 20, 20}));
+  Node both("Resize", "up");
+  both.in(T("x", {1, 3, 10, 10})).in(Absent()).in(T("scales", {4}, F32, scales))
+      .in(T("sizes", {4}, I64, sizes));
+  EXPECT_NE(InferError(both).find("exactly one"), std::string::npos);
+  const float bad_scales[] = {1, 1, -2, 1};
+  Node neg("Resize", "up");
+  neg.in(T("x", {1, 3, 10, 10})).in(Absent()).in(T("scales", {4}, F32, bad_scales));
+  EXPECT_NE(InferError(neg).find("invalid size"), std::string::npos);
+  Node mode("Resize", "up");
+  mode.in(T("x", {1, 3, 10, 10})).in(Absent()).in(T("scales", {4}, F32, scales)).s("mode", "area");
+  EXPECT_NE(InferError(mode).find("'mode'"), std::string::npos);
+}
+
+TEST(OpsShape, Pad) {
+  const int64_t pads[] = {0, 1, 2, 0, 3, -1};
+  Node p("Pad", "p");
+  p.in(T("x", {2, 4, 5})).in(T("pads", {6}, I64, pads));
+  EXPECT_EQ(InferShape(p), (Shape{2, 8, 6}));
+  const int64_t axis_pads[] = {1, 2};
+  const int64_t axes[] = {-1};
+  Node pa("Pad", "p");
+  pa.in(T("x", {2, 4, 5})).in(T("pads", {2}, I64, axis_pads)).in(T("v", {})).in(T("axes", {1}, I64, axes));
+  EXPECT_EQ(InferShape(pa), (Shape{2, 4, 8}));
+  const int64_t big[] = {0, 5, 0, 0};
+  Node reflect("Pad", "p");
+  reflect.in(T("x", {2, 5})).in(T("pads", {4}, I64, big)).s("mode", "reflect");
+  EXPECT_NE(InferError(reflect).find("reflect pads must be smaller"), std::string::npos);
+  Node edge("Pad", "p");
+  edge.in(T("x", {2, 5})).in(T("pads", {4}, I64, big)).s("mode", "edge");
+  EXPECT_EQ(InferShape(edge), (Shape{2, 10}));
+  const int64_t crop[] = {0, -6, 0, 0};
+  Node too_much("Pad", "p");
+  too_much.in(T("x", {2, 5})).in(T("pads", {4}, I64, crop));
+  EXPECT_NE(InferError(too_much).find("remove more"), std::string::npos);
+  EXPECT_EQ(InferShape(Node("Pad").in(T("x", {2, 5})).ints("pads", {1, 1, 1, 1})), (Shape{4, 7}));
+  Node wrong_len("Pad", "p");
+  wrong_len.in(T("x", {2, 5})).in(T("pads", {2}, I64, big));
+  EXPECT_NE(InferError(wrong_len).find("expected 4"), std::string::npos);
+}
+
+TEST(OpsShape, IfIsLeftToTheConverter) {
+  Node n("If", "branch");
+  n.in(T("cond", {}, BOOL));
+  EXPECT_NE(InferError(n).find("then_branch"), std::string::npos);
+}
+
+// ---- randomized hostile nodes ---------------------------------------------------------
+
+// Random nodes for every known op, with hostile dims, dtypes, attribute types
+// and values. Properties: nothing crashes (run under the sanitizers), and
+// whatever infer_types accepts, check_declared_outputs accepts too, with
+// outputs whose byte size fits. Fixed seed, so failures reproduce.
+TEST(OpsRandomized, HostileNodesNeverCrashAndAgree) {
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&state]() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  auto pick = [&next](uint64_t n) { return static_cast<int64_t>(next() % n); };
+  const int64_t dim_values[] = {0, 1, 1, 2, 3, 4, 5, 7, 8, -1, kMax, kMax / 3, 1 << 20};
+  const int64_t int_values[] = {-3, -2, -1, 0, 0, 1, 1, 2, 3, 4, 7, kMax,
+                                std::numeric_limits<int64_t>::min()};
+  const kite_dtype dtypes[] = {F32, F32, F32, I64, I64, I32, BOOL, KITE_DTYPE_FLOAT16,
+                               KITE_DTYPE_INT8, KITE_DTYPE_UINT8, KITE_DTYPE_UNDEFINED};
+  const char* attr_names[] = {"axis", "axes", "perm", "group", "strides", "pads", "dilations",
+                              "kernel_shape", "auto_pad", "ceil_mode", "keepdims", "split",
+                              "starts", "ends", "transA", "transB", "allowzero", "to", "mode",
+                              "output_padding", "output_shape", "num_outputs", "value_dtype",
+                              "value", "start", "end", "noop_with_empty_axes", "epsilon"};
+  const char* strings[] = {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "constant",
+                           "reflect", "edge", "nearest", "linear", "bogus"};
+  std::vector<std::vector<uint8_t>> buffers;
+  int inferred = 0;
+  for (int iteration = 0; iteration < 40000; ++iteration) {
+    const auto ops = kite::ops::known_ops();
+    Node b(ops[static_cast<size_t>(pick(ops.size()))], "r");
+    b.outputs(pick(3) ? 1 : static_cast<int>(pick(4)));
+    const int64_t num_inputs = pick(6);
+    const kite_dtype node_dtype = dtypes[pick(4)];  // mostly one dtype per node
+    buffers.clear();
+    buffers.reserve(8);
+    for (int64_t i = 0; i < num_inputs; ++i) {
+      if (pick(8) == 0) {
+        b.in(Absent());
+        continue;
+      }
+      Shape shape;
+      const int64_t rank = pick(10) < 8 ? pick(5) : pick(10);
+      for (int64_t k = 0; k < rank; ++k) shape.push_back(dim_values[pick(13) < 9 ? pick(9) : pick(13)]);
+      const kite_dtype dtype = pick(4) ? node_dtype : dtypes[pick(11)];
+      TensorType t = T("in" + std::to_string(i), shape, dtype);
+      int64_t numel = 0;
+      if (pick(2) == 0 && kite::ops::checked_numel(shape, &numel) && numel <= 64 &&
+          kite::ops::dtype_size(dtype) > 0) {
+        std::vector<uint8_t> bytes(static_cast<size_t>(numel) * kite::ops::dtype_size(dtype) + 1);
+        for (size_t k = 0; k + 8 <= bytes.size(); k += 8) {
+          const int64_t v = int_values[pick(13)];
+          std::memcpy(&bytes[k], &v, 8);
+        }
+        if (dtype == I32) {
+          for (size_t k = 0; k + 4 <= bytes.size(); k += 4) {
+            const int32_t v = static_cast<int32_t>(int_values[pick(10)]);
+            std::memcpy(&bytes[k], &v, 4);
+          }
+        }
+        buffers.push_back(std::move(bytes));
+        t.data = buffers.back().data();
+      }
+      b.in(t);
+    }
+    const int64_t num_attrs = pick(5);
+    for (int64_t a = 0; a < num_attrs; ++a) {
+      const std::string name = attr_names[pick(28)];
+      switch (pick(4)) {
+        case 0: b.i(name, int_values[pick(13)]); break;
+        case 1: b.f(name, pick(2) ? 0.5f : -1.0f); break;
+        case 2: b.s(name, strings[pick(10)]); break;
+        default: {
+          Shape v;
+          const int64_t n = pick(7);
+          for (int64_t k = 0; k < n; ++k) v.push_back(int_values[pick(13) < 11 ? pick(11) : pick(13)]);
+          b.ints(name, v);
+        }
+      }
+    }
+    std::vector<TensorType> outs;
+    std::string err;
+    if (!kite::ops::infer_types(b.n, &outs, &err)) {
+      EXPECT_FALSE(err.empty());
+      EXPECT_EQ(err.rfind(b.n.label(), 0), 0u) << err;
+      continue;
+    }
+    ++inferred;
+    for (const TensorType& o : outs) {
+      uint64_t bytes = 0;
+      EXPECT_TRUE(kite::ops::checked_byte_size(o.dtype, o.shape, &bytes))
+          << b.n.op << " inferred " << kite::ops::shape_string(o.shape);
+      EXPECT_LE(o.rank(), KITE_MAX_RANK);
+    }
+    EXPECT_TRUE(kite::ops::check_declared_outputs(b.n, outs, &err)) << err;
+  }
+  // The generator must reach the success path often enough to mean something.
+  EXPECT_GT(inferred, 500);
+}
+
 }  // namespace

@@ -266,9 +266,7 @@ bool conv_transpose_geometry(Ctx& c, WindowGeometry* g) {
 bool pool_geometry(Ctx& c, WindowGeometry* g) {
   const bool is_max = c.node.op == "MaxPool";
   if (!c.arity(1, 1, 1, is_max ? 2 : 1)) return false;
-  if (c.node.num_outputs > 1) {
-    return c.fail("output 1 (Indices) is not supported");
-  }
+  if (c.node.uses_output(1)) return c.fail("output 1 (Indices) is not supported");
   if (!c.dtype_in(0, "X", is_max ? kFloat | kI8 | kU8 : kFloat) || !c.rank_between(0, "X", 3, 5)) {
     return false;
   }
@@ -392,7 +390,7 @@ bool per_channel(Ctx& c, size_t i, const char* role, int64_t n, uint32_t dtypes)
 
 bool infer_batch_norm(Ctx& c) {
   if (!c.arity(5, 5, 1, 3)) return false;
-  if (c.node.num_outputs > 1) {
+  if (c.node.uses_output(1) || c.node.uses_output(2)) {
     return c.fail("has " + std::to_string(c.node.num_outputs) +
                   " outputs, expected 1: training-mode outputs (running mean and variance) "
                   "are not supported");

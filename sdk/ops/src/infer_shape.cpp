@@ -3,6 +3,7 @@
 // ConstantOfShape, Range, Pad, Resize.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "infer_util.h"
 
@@ -150,6 +151,647 @@ bool infer_transpose(Ctx& c) {
   return c.set(0, c.in(0).dtype, shape);
 }
 
+// Declared outputs must have `rank` dims (value-unknown fallback).
+ConsistencyCheck same_rank_check(int rank) {
+  return [rank](const std::vector<TensorType>& declared) {
+    for (size_t k = 0; k < declared.size(); ++k) {
+      std::string why = check_rank(declared, k, rank);
+      if (!why.empty()) return why;
+    }
+    return std::string();
+  };
+}
+
+bool infer_split(Ctx& c) {
+  if (!c.arity(1, 2, 1, KITE_MAX_RANK * 1024) || !c.dtype_in(0, "input", kAny) ||
+      !c.rank_between(0, "input", 1, KITE_MAX_RANK)) {
+    return false;
+  }
+  int64_t axis = 0;
+  if (!c.attr_int("axis", 0, &axis) || !c.axis("attribute 'axis'", axis, c.rank(0), &axis)) {
+    return false;
+  }
+  const size_t n = static_cast<size_t>(c.node.num_outputs);
+  const std::vector<int64_t> in = c.shape(0);
+  const int64_t dim = in[axis];
+  std::vector<int64_t> sizes;
+  bool attr_present = false;
+  if (!c.attr_ints("split", &sizes, &attr_present)) return false;
+  if (c.has(1)) {
+    if (attr_present) return c.fail("split sizes given both as attribute and as input");
+    for (size_t k = 0; k < n; ++k) c.set_dtype(static_cast<int>(k), c.in(0).dtype);
+    c.consistency = [in, axis](const std::vector<TensorType>& declared) {
+      int64_t total = 0;
+      for (size_t k = 0; k < declared.size(); ++k) {
+        if (!declared[k].present) return out_label(declared, k) + " is missing";
+        std::vector<int64_t> expected = in;
+        expected[axis] = declared[k].rank() == static_cast<int>(in.size()) ? declared[k].shape[axis] : -1;
+        if (declared[k].shape != expected || !add_ok(total, expected[axis], &total)) {
+          return out_label(declared, k) + " has shape " + shape_string(declared[k].shape) +
+                 ", which is not a part of " + shape_string(in) + " along axis " +
+                 std::to_string(axis);
+        }
+      }
+      if (total != in[axis]) {
+        return "the outputs' sizes along axis " + std::to_string(axis) + " add up to " +
+               std::to_string(total) + ", expected " + std::to_string(in[axis]);
+      }
+      return std::string();
+    };
+    if (!c.read_ints(1, "split", kI64, true, n, &sizes)) return false;
+  }
+  if (c.has(1) || attr_present) {
+    const std::string what = c.has(1) ? c.input_label(1, "split") : "attribute 'split'";
+    if (sizes.size() != n) {
+      return c.fail(what + " " + ints_string(sizes) + " has " + std::to_string(sizes.size()) +
+                    " sizes for " + std::to_string(n) + " outputs");
+    }
+    int64_t total = 0;
+    for (int64_t v : sizes) {
+      if (v < 0) return c.fail(what + " " + ints_string(sizes) + " has a negative size");
+      if (!add_ok(total, v, &total)) return c.overflow(what + " " + ints_string(sizes) + ": the sum");
+    }
+    if (total != dim) {
+      return c.fail(what + " " + ints_string(sizes) + " adds up to " + std::to_string(total) +
+                    ", " + c.input_label(0, "input") + " has " + std::to_string(dim) +
+                    " on axis " + std::to_string(axis));
+    }
+  } else {
+    int64_t num_outputs_attr = 0;
+    const bool uneven_ok = c.has_attr("num_outputs");  // opset 18
+    if (!c.attr_int("num_outputs", static_cast<int64_t>(n), &num_outputs_attr)) return false;
+    if (num_outputs_attr != static_cast<int64_t>(n)) {
+      return c.fail("attribute 'num_outputs' is " + std::to_string(num_outputs_attr) +
+                    ", the node has " + std::to_string(n) + " outputs");
+    }
+    const int64_t count = static_cast<int64_t>(n);
+    if (!uneven_ok && dim % count != 0) {
+      return c.fail(c.input_label(0, "input") + " has " + std::to_string(dim) + " on axis " +
+                    std::to_string(axis) + ", not divisible into " + std::to_string(n) +
+                    " equal outputs");
+    }
+    // Opset 18: chunks of ceil(dim / n), the last one smaller.
+    const int64_t chunk = dim / count + (dim % count != 0 ? 1 : 0);
+    int64_t last = dim - chunk * (count - 1);  // chunk * (count-1) <= dim + count: no overflow
+    if (last < 0) {
+      return c.fail(c.input_label(0, "input") + " has " + std::to_string(dim) + " on axis " +
+                    std::to_string(axis) + ", too small for " + std::to_string(n) + " outputs");
+    }
+    sizes.assign(n, chunk);
+    sizes.back() = last;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    std::vector<int64_t> shape = in;
+    shape[axis] = sizes[k];
+    if (!c.set(static_cast<int>(k), c.in(0).dtype, shape)) return false;
+  }
+  return true;
+}
+
+// Reads starts/ends/axes/steps of Slice from inputs (opset 10+) or
+// attributes (opset < 10).
+bool infer_slice(Ctx& c) {
+  if (!c.arity(1, 5, 1, 1) || !c.dtype_in(0, "data", kAny) ||
+      !c.rank_between(0, "data", 1, KITE_MAX_RANK)) {
+    return false;
+  }
+  const int r = c.rank(0);
+  const std::vector<int64_t> in = c.shape(0);
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.num_inputs() > 1) {
+    if (c.has_attr("starts") || c.has_attr("ends")) {
+      return c.fail("starts/ends given both as attributes and as inputs");
+    }
+    static const char* const kRoles[] = {"data", "starts", "ends", "axes", "steps"};
+    if (!c.require(1, "starts") || !c.require(2, "ends")) return false;
+    const int64_t count = c.shape(1).empty() ? 1 : c.shape(1)[0];
+    for (size_t i = 1; i < 5; ++i) {
+      if (!c.has(i)) continue;
+      if (!c.dtype_in(i, kRoles[i], kIndex) || !c.same_dtype(i, kRoles[i], 1, "starts") ||
+          !c.rank_is(i, kRoles[i], 1) || !c.dim_is(i, kRoles[i], 0, count, "as many as starts")) {
+        return false;
+      }
+    }
+    if (count > r) {
+      return c.fail(c.input_label(1, "starts") + " has " + std::to_string(count) +
+                    " values, " + c.input_label(0, "data") + " has " + std::to_string(r) + " dims");
+    }
+    c.set_dtype(0, c.in(0).dtype);
+    c.consistency = [in](const std::vector<TensorType>& declared) {
+      std::string why = check_rank(declared, 0, static_cast<int>(in.size()));
+      if (!why.empty()) return why;
+      for (size_t k = 0; k < in.size(); ++k) {
+        if (declared[0].shape[k] > in[k]) {
+          return out_label(declared, 0) + " has shape " + shape_string(declared[0].shape) +
+                 ", larger than the sliced input " + shape_string(in);
+        }
+      }
+      return std::string();
+    };
+    for (size_t i = 1; i < 5; ++i) {
+      if (!c.has(i)) continue;
+      std::vector<int64_t>* dst = i == 1 ? &starts : i == 2 ? &ends : i == 3 ? &axes : &steps;
+      if (!c.read_ints(i, kRoles[i], kIndex, true, KITE_MAX_RANK, dst)) return false;
+    }
+  } else {
+    bool has_starts = false, has_ends = false, has_axes = false;
+    if (!c.attr_ints("starts", &starts, &has_starts) || !c.attr_ints("ends", &ends, &has_ends) ||
+        !c.attr_ints("axes", &axes, &has_axes)) {
+      return false;
+    }
+    if (!has_starts || !has_ends) return c.fail("input 'starts' and 'ends' are required");
+    if (starts.size() != ends.size() || (has_axes && axes.size() != starts.size()) ||
+        starts.size() > static_cast<size_t>(r)) {
+      return c.fail("attributes 'starts' " + ints_string(starts) + ", 'ends' " + ints_string(ends) +
+                    " and 'axes' " + ints_string(axes) + " do not fit rank " + std::to_string(r));
+    }
+  }
+  if (axes.empty()) {
+    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (!c.axes("Slice axes", axes, r, &axes)) return false;
+  std::vector<int64_t> shape = in;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t dim = in[axes[k]], step = steps[k];
+    int64_t start = starts[k], end = ends[k];
+    if (step == 0) return c.fail("Slice steps " + ints_string(steps) + " has a 0 step");
+    if (start < 0) start += dim;  // start < 0 <= dim: cannot overflow
+    if (end < 0) end += dim;
+    int64_t len = 0;
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, dim);
+      end = std::clamp<int64_t>(end, 0, dim);
+      if (end > start) len = (end - start - 1) / step + 1;
+    } else if (dim > 0) {
+      start = std::clamp<int64_t>(start, 0, dim - 1);
+      end = std::clamp<int64_t>(end, -1, dim - 1);
+      // |step| as unsigned: -INT64_MIN does not fit int64.
+      const uint64_t magnitude = static_cast<uint64_t>(-(step + 1)) + 1;
+      if (start > end) len = static_cast<int64_t>(static_cast<uint64_t>(start - end - 1) / magnitude) + 1;
+    }
+    shape[axes[k]] = len;
+  }
+  return c.set(0, c.in(0).dtype, shape);
+}
+
+bool infer_gather(Ctx& c) {
+  if (!c.arity(2, 2, 1, 1) || !c.dtype_in(0, "data", kAny) ||
+      !c.rank_between(0, "data", 1, KITE_MAX_RANK) || !c.dtype_in(1, "indices", kIndex)) {
+    return false;
+  }
+  int64_t axis = 0;
+  if (!c.attr_int("axis", 0, &axis) || !c.axis("attribute 'axis'", axis, c.rank(0), &axis)) {
+    return false;
+  }
+  const auto& data = c.shape(0);
+  const int64_t dim = data[axis];
+  // Constant indices are checked here; a kernel must still bounds-check
+  // indices that arrive at run time.
+  const TensorType& indices = c.in(1);
+  if (indices.data) {
+    const int64_t n = indices.numel();
+    const auto* bytes = static_cast<const unsigned char*>(indices.data);
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t v = 0;
+      if (indices.dtype == KITE_DTYPE_INT64) {
+        std::memcpy(&v, bytes + k * 8, 8);
+      } else {
+        int32_t v32 = 0;
+        std::memcpy(&v32, bytes + k * 4, 4);
+        v = v32;
+      }
+      if (v < -dim || v >= dim) {
+        return c.fail(c.input_label(1, "indices") + " holds " + std::to_string(v) +
+                      " at position " + std::to_string(k) + ", out of range [" +
+                      std::to_string(-dim) + ", " + std::to_string(dim - 1) + "]");
+      }
+    }
+  }
+  std::vector<int64_t> shape(data.begin(), data.begin() + axis);
+  shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
+  shape.insert(shape.end(), data.begin() + axis + 1, data.end());
+  return c.set(0, c.in(0).dtype, shape);
+}
+
+// The axes of Squeeze/Unsqueeze: input 1 (opset 13+) or attribute.
+// Returns false on error or unknown value; *given tells if any were given.
+bool squeeze_axes(Ctx& c, std::vector<int64_t>* axes, bool* given) {
+  bool attr_present = false;
+  if (!c.attr_ints("axes", axes, &attr_present)) return false;
+  if (c.has(1)) {
+    if (attr_present) return c.fail("axes given both as attribute and as input");
+    *given = true;
+    return c.read_ints(1, "axes", kI64, true, KITE_MAX_RANK, axes);
+  }
+  *given = attr_present;
+  return true;
+}
+
+bool infer_squeeze(Ctx& c) {
+  if (!c.arity(1, 2, 1, 1) || !c.dtype_in(0, "data", kAny)) return false;
+  const std::vector<int64_t> in = c.shape(0);
+  const int64_t numel = c.in(0).numel();
+  if (c.has(1) && c.in(1).rank() == 1) {
+    const int out_rank = c.rank(0) - static_cast<int>(std::min<int64_t>(c.shape(1)[0], 1 << 20));
+    c.set_dtype(0, c.in(0).dtype);
+    c.consistency = [numel, out_rank](const std::vector<TensorType>& declared) {
+      std::string why = check_rank(declared, 0, out_rank);
+      return why.empty() ? check_numel(declared, 0, numel) : why;
+    };
+  }
+  std::vector<int64_t> axes;
+  bool given = false;
+  if (!squeeze_axes(c, &axes, &given)) return false;
+  std::vector<bool> drop(in.size(), false);
+  if (given) {
+    if (!c.axes("Squeeze axes", axes, c.rank(0), &axes)) return false;
+    for (int64_t a : axes) {
+      if (in[a] != 1) {
+        return c.fail(c.input_label(0, "data") + " has shape " + shape_string(in) +
+                      ": dim " + std::to_string(a) + " is " + std::to_string(in[a]) +
+                      ", Squeeze needs 1");
+      }
+      drop[a] = true;
+    }
+  } else {
+    for (size_t k = 0; k < in.size(); ++k) drop[k] = in[k] == 1;
+  }
+  std::vector<int64_t> shape;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (!drop[k]) shape.push_back(in[k]);
+  }
+  return c.set(0, c.in(0).dtype, shape);
+}
+
+bool infer_unsqueeze(Ctx& c) {
+  if (!c.arity(1, 2, 1, 1) || !c.dtype_in(0, "data", kAny)) return false;
+  const int64_t numel = c.in(0).numel();
+  if (c.has(1) && c.in(1).rank() == 1) {
+    const int out_rank = c.rank(0) + static_cast<int>(std::min<int64_t>(c.shape(1)[0], 1 << 20));
+    c.set_dtype(0, c.in(0).dtype);
+    c.consistency = [numel, out_rank](const std::vector<TensorType>& declared) {
+      std::string why = check_rank(declared, 0, out_rank);
+      return why.empty() ? check_numel(declared, 0, numel) : why;
+    };
+  }
+  std::vector<int64_t> axes;
+  bool given = false;
+  if (!squeeze_axes(c, &axes, &given)) return false;
+  if (!given) return c.fail("axes are required (input 1, or attribute 'axes' before opset 13)");
+  const int out_rank = c.rank(0) + static_cast<int>(axes.size());
+  if (out_rank > KITE_MAX_RANK) {
+    return c.fail("output would have " + std::to_string(out_rank) + " dims, more than " +
+                  std::to_string(KITE_MAX_RANK));
+  }
+  if (!c.axes("Unsqueeze axes", axes, out_rank, &axes)) return false;
+  std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
+  for (int64_t a : axes) inserted[a] = true;
+  std::vector<int64_t> shape;
+  size_t next = 0;
+  for (int k = 0; k < out_rank; ++k) shape.push_back(inserted[k] ? 1 : c.shape(0)[next++]);
+  return c.set(0, c.in(0).dtype, shape);
+}
+
+bool infer_expand(Ctx& c) {
+  if (!c.arity(2, 2, 1, 1) || !c.dtype_in(0, "input", kAny)) return false;
+  const std::vector<int64_t> in = c.shape(0);
+  c.set_dtype(0, c.in(0).dtype);
+  c.consistency = [in](const std::vector<TensorType>& declared) {
+    if (declared.empty() || !declared[0].present) return std::string();
+    std::vector<int64_t> b;
+    if (!broadcast_shapes(in, declared[0].shape, &b) || b != declared[0].shape) {
+      return out_label(declared, 0) + " has shape " + shape_string(declared[0].shape) +
+             ", not a broadcast of the input's " + shape_string(in);
+    }
+    return std::string();
+  };
+  std::vector<int64_t> target, shape;
+  if (!c.read_ints(1, "shape", kI64, true, KITE_MAX_RANK, &target)) return false;
+  for (int64_t v : target) {
+    if (v < 0) return c.fail(c.input_label(1, "shape") + " " + ints_string(target) + " has a negative dim");
+  }
+  if (!broadcast_shapes(in, target, &shape)) {
+    return c.fail(c.input_label(0, "input") + " of shape " + shape_string(in) +
+                  " cannot be expanded to " + c.input_label(1, "shape") + " " + ints_string(target));
+  }
+  return c.set(0, c.in(0).dtype, shape);
+}
+
+bool infer_tile(Ctx& c) {
+  if (!c.arity(2, 2, 1, 1) || !c.dtype_in(0, "input", kAny) || !c.dtype_in(1, "repeats", kI64) ||
+      !c.rank_is(1, "repeats", 1) || !c.dim_is(1, "repeats", 0, c.rank(0), "one per input dim")) {
+    return false;
+  }
+  const std::vector<int64_t> in = c.shape(0);
+  c.set_dtype(0, c.in(0).dtype);
+  c.consistency = [in](const std::vector<TensorType>& declared) {
+    std::string why = check_rank(declared, 0, static_cast<int>(in.size()));
+    if (!why.empty()) return why;
+    for (size_t k = 0; k < in.size(); ++k) {
+      const int64_t d = declared[0].shape[k];
+      if (in[k] == 0 ? d != 0 : d % in[k] != 0) {
+        return out_label(declared, 0) + " has shape " + shape_string(declared[0].shape) +
+               ", not a tiling of " + shape_string(in);
+      }
+    }
+    return std::string();
+  };
+  std::vector<int64_t> repeats;
+  if (!c.read_ints(1, "repeats", kI64, true, KITE_MAX_RANK, &repeats)) return false;
+  std::vector<int64_t> shape = in;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (repeats[k] < 0) {
+      return c.fail(c.input_label(1, "repeats") + " " + ints_string(repeats) + " has a negative value");
+    }
+    if (!mul_ok(in[k], repeats[k], &shape[k])) {
+      return c.overflow("dim " + std::to_string(k) + " tiled " + std::to_string(repeats[k]) + " times");
+    }
+  }
+  return c.set(0, c.in(0).dtype, shape);
+}
+
+bool infer_shape_op(Ctx& c) {
+  if (!c.arity(1, 1, 1, 1) || !c.dtype_in(0, "data", kAny)) return false;
+  const int64_t r = c.rank(0);
+  int64_t start = 0, end = 0;
+  if (!c.attr_int("start", 0, &start) || !c.attr_int("end", r, &end)) return false;
+  auto clamp = [r](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + r : v, 0, r); };
+  start = clamp(start);
+  end = clamp(end);
+  return c.set(0, KITE_DTYPE_INT64, {end > start ? end - start : 0});
+}
+
+bool infer_size(Ctx& c) {
+  return c.arity(1, 1, 1, 1) && c.dtype_in(0, "data", kAny) && c.set(0, KITE_DTYPE_INT64, {});
+}
+
+// ConstantOfShape: the importer turns the TENSOR attribute 'value' into
+// 'value' (FLOATS or INTS, one element) and 'value_dtype' (a kite_dtype).
+bool infer_constant_of_shape(Ctx& c) {
+  if (!c.arity(1, 1, 1, 1) || !c.dtype_in(0, "input", kI64) || !c.rank_is(0, "input", 1)) {
+    return false;
+  }
+  int64_t raw = 0;
+  if (!c.attr_int("value_dtype", KITE_DTYPE_FLOAT32, &raw)) return false;
+  if (raw <= KITE_DTYPE_UNDEFINED || raw > KITE_DTYPE_UINT8) {
+    return c.fail("attribute 'value_dtype' is " + std::to_string(raw) + ", not a kite dtype");
+  }
+  const kite_dtype dtype = static_cast<kite_dtype>(raw);
+  const bool is_float = dtype == KITE_DTYPE_FLOAT32 || dtype == KITE_DTYPE_FLOAT16;
+  const Attr* value = c.node.find_attr("value");
+  if (value) {
+    const kite_attr_type expected = is_float ? KITE_ATTR_FLOATS : KITE_ATTR_INTS;
+    const size_t count = is_float ? value->floats.size() : value->ints.size();
+    if (value->type != expected || count != 1) {
+      return c.fail(std::string("attribute 'value' must hold one ") + (is_float ? "float" : "int") +
+                    " for value_dtype " + dtype_name(dtype));
+    }
+  }
+  const int64_t out_rank = c.shape(0)[0];
+  c.set_dtype(0, dtype);
+  c.consistency = [out_rank](const std::vector<TensorType>& declared) {
+    return check_rank(declared, 0, static_cast<int>(std::min<int64_t>(out_rank, 1 << 20)));
+  };
+  std::vector<int64_t> shape;
+  if (!c.read_ints(0, "input", kI64, true, KITE_MAX_RANK, &shape)) return false;
+  for (int64_t v : shape) {
+    if (v < 0) return c.fail(c.input_label(0, "input") + " " + ints_string(shape) + " has a negative dim");
+  }
+  return c.set(0, dtype, shape);
+}
+
+bool infer_range(Ctx& c) {
+  static const char* const kRoles[] = {"start", "limit", "delta"};
+  if (!c.arity(3, 3, 1, 1) || !c.dtype_in(0, "start", kF32 | kI32 | kI64)) return false;
+  for (size_t i = 0; i < 3; ++i) {
+    if (!c.same_dtype(i, kRoles[i], 0, "start")) return false;
+    if (c.rank(i) > 1 || c.in(i).numel() != 1) {
+      return c.fail(c.input_label(i, kRoles[i]) + " has shape " + shape_string(c.shape(i)) +
+                    ", expected a scalar");
+    }
+  }
+  const kite_dtype dtype = c.in(0).dtype;
+  c.set_dtype(0, dtype);
+  c.consistency = same_rank_check(1);
+  int64_t n = 0;
+  if (dtype == KITE_DTYPE_FLOAT32) {
+    double v[3];
+    for (size_t i = 0; i < 3; ++i) {
+      if (!c.read_scalar(i, kRoles[i], &v[i])) return false;
+    }
+    // In float32, as ONNX Runtime computes it.
+    const float start = static_cast<float>(v[0]), limit = static_cast<float>(v[1]),
+                delta = static_cast<float>(v[2]);
+    if (delta == 0) return c.fail(c.input_label(2, "delta") + " is 0");
+    const double count = std::ceil(static_cast<double>((limit - start) / delta));
+    if (!std::isfinite(count) || count > 9.0e18) {
+      return c.fail("Range from " + std::to_string(start) + " to " + std::to_string(limit) +
+                    " by " + std::to_string(delta) + " has no finite length");
+    }
+    n = count > 0 ? static_cast<int64_t>(count) : 0;
+  } else {
+    std::vector<int64_t> v[3];
+    for (size_t i = 0; i < 3; ++i) {
+      if (!c.read_ints(i, kRoles[i], kIndex, false, 1, &v[i])) return false;
+    }
+    const int64_t start = v[0][0], limit = v[1][0], delta = v[2][0];
+    if (delta == 0) return c.fail(c.input_label(2, "delta") + " is 0");
+    // Distance and step as unsigned magnitudes: limit - start may not fit int64.
+    if ((delta > 0 && limit > start) || (delta < 0 && limit < start)) {
+      const uint64_t distance = delta > 0 ? static_cast<uint64_t>(limit) - static_cast<uint64_t>(start)
+                                          : static_cast<uint64_t>(start) - static_cast<uint64_t>(limit);
+      const uint64_t step = delta > 0 ? static_cast<uint64_t>(delta)
+                                      : static_cast<uint64_t>(-(delta + 1)) + 1;
+      const uint64_t count = (distance - 1) / step + 1;
+      if (count > static_cast<uint64_t>(INT64_MAX)) return c.overflow("Range length");
+      n = static_cast<int64_t>(count);
+    }
+  }
+  return c.set(0, dtype, {n});
+}
+
+bool infer_pad(Ctx& c) {
+  if (!c.arity(1, 4, 1, 1) || !c.dtype_in(0, "data", kAny)) return false;
+  const int r = c.rank(0);
+  const std::vector<int64_t> in = c.shape(0);
+  std::string mode;
+  if (!c.attr_string("mode", "constant", &mode)) return false;
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") {
+    return c.fail("attribute 'mode' is '" + mode + "', expected constant, reflect, edge or wrap");
+  }
+  if (c.has(2)) {
+    if (!c.same_dtype(2, "constant_value", 0, "data")) return false;
+    if (c.rank(2) > 1 || c.in(2).numel() != 1) {
+      return c.fail(c.input_label(2, "constant_value") + " has shape " + shape_string(c.shape(2)) +
+                    ", expected a scalar");
+    }
+  }
+  std::vector<int64_t> pads, axes;
+  bool attr_present = false;
+  if (!c.attr_ints("pads", &pads, &attr_present)) return false;
+  if (c.has(1)) {
+    if (attr_present) return c.fail("pads given both as attribute and as input");
+    if (!c.dtype_in(1, "pads", kI64) || !c.rank_is(1, "pads", 1)) return false;
+    if (c.has(3) && (!c.dtype_in(3, "axes", kIndex) || !c.rank_is(3, "axes", 1))) return false;
+    const int64_t padded_axes = c.has(3) ? c.shape(3)[0] : r;
+    if (padded_axes > r || c.shape(1)[0] != 2 * padded_axes) {
+      return c.fail(c.input_label(1, "pads") + " has " + std::to_string(c.shape(1)[0]) +
+                    " values, expected " + std::to_string(2 * padded_axes));
+    }
+    c.set_dtype(0, c.in(0).dtype);
+    c.consistency = same_rank_check(r);
+    if (!c.read_ints(1, "pads", kI64, true, 2 * KITE_MAX_RANK, &pads)) return false;
+    if (c.has(3) && !c.read_ints(3, "axes", kIndex, true, KITE_MAX_RANK, &axes)) return false;
+  } else if (!attr_present) {
+    return c.fail("pads are required (input 1, or attribute 'pads' before opset 11)");
+  } else if (c.has(3)) {
+    return c.fail("input 'axes' needs pads as an input");
+  }
+  if (!c.has(3)) {
+    for (int k = 0; k < r; ++k) axes.push_back(k);
+  }
+  if (!c.axes("Pad axes", axes, r, &axes)) return false;
+  const size_t n = axes.size();
+  if (pads.size() != 2 * n) {
+    return c.fail("pads " + ints_string(pads) + " has " + std::to_string(pads.size()) +
+                  " values, expected " + std::to_string(2 * n));
+  }
+  std::vector<int64_t> shape = in;
+  for (size_t k = 0; k < n; ++k) {
+    const int64_t a = axes[k], dim = in[a], pb = pads[k], pe = pads[k + n];
+    const std::string where = "pads " + ints_string(pads) + " on axis " + std::to_string(a);
+    int64_t out = 0;
+    if (!add_ok(dim, pb, &out) || !add_ok(out, pe, &out)) return c.overflow(where);
+    if (out < 0) {
+      return c.fail(where + " remove more than the " + std::to_string(dim) + " elements there");
+    }
+    // What remains after negative pads crop; reflect/edge/wrap read from it.
+    const int64_t kept = dim + std::min<int64_t>(pb, 0) + std::min<int64_t>(pe, 0);
+    const int64_t grow = std::max<int64_t>(pb, pe);
+    if (grow > 0 && mode != "constant") {
+      if (kept < 1) return c.fail(where + ": mode " + mode + " cannot pad an empty axis");
+      if (mode == "reflect" && grow >= kept) {
+        return c.fail(where + ": reflect pads must be smaller than the size " + std::to_string(kept));
+      }
+      if (mode == "wrap" && grow > kept) {
+        return c.fail(where + ": wrap pads must not exceed the size " + std::to_string(kept));
+      }
+    }
+    shape[a] = out;
+  }
+  return c.set(0, c.in(0).dtype, shape);
+}
+
+bool one_of(Ctx& c, const char* name, const std::string& def,
+            std::initializer_list<const char*> allowed) {
+  std::string v;
+  if (!c.attr_string(name, def, &v)) return false;
+  std::string list;
+  for (const char* a : allowed) {
+    if (v == a) return true;
+    list += list.empty() ? a : std::string(", ") + a;
+  }
+  return c.fail(std::string("attribute '") + name + "' is '" + v + "', expected one of " + list);
+}
+
+// Resize (opset 11+): X, roi, scales, sizes; exactly one of scales/sizes.
+bool infer_resize(Ctx& c) {
+  if (!c.arity(1, 4, 1, 1) || !c.dtype_in(0, "X", kFloat | kI8 | kU8) ||
+      !c.rank_between(0, "X", 1, KITE_MAX_RANK)) {
+    return false;
+  }
+  if (!one_of(c, "mode", "nearest", {"nearest", "linear", "cubic"}) ||
+      !one_of(c, "coordinate_transformation_mode", "half_pixel",
+              {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+               "asymmetric", "tf_crop_and_resize"}) ||
+      !one_of(c, "nearest_mode", "round_prefer_floor",
+              {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}) ||
+      !one_of(c, "keep_aspect_ratio_policy", "stretch", {"stretch", "not_larger", "not_smaller"})) {
+    return false;
+  }
+  bool flag = false;
+  float f = 0;
+  if (!c.attr_bool("exclude_outside", false, &flag) || !c.attr_bool("antialias", false, &flag) ||
+      !c.attr_float("cubic_coeff_a", -0.75f, &f) || !c.attr_float("extrapolation_value", 0.0f, &f)) {
+    return false;
+  }
+  const int r = c.rank(0);
+  const std::vector<int64_t> in = c.shape(0);
+  std::vector<int64_t> axes;
+  bool has_axes = false;
+  if (!c.attr_ints("axes", &axes, &has_axes)) return false;
+  if (!has_axes) {
+    for (int k = 0; k < r; ++k) axes.push_back(k);
+  }
+  if (!c.axes("attribute 'axes'", axes, r, &axes)) return false;
+  const int64_t n = static_cast<int64_t>(axes.size());
+  // An empty scales tensor stands for an absent one (opset 11-12).
+  const bool has_scales = c.has(2) && c.in(2).numel() != 0;
+  const bool has_sizes = c.has(3) && c.in(3).numel() != 0;
+  if (has_scales == has_sizes) return c.fail("exactly one of scales and sizes must be given");
+  const size_t i = has_scales ? 2 : 3;
+  const char* role = has_scales ? "scales" : "sizes";
+  if (!c.dtype_in(i, role, has_scales ? kF32 : kI64) || !c.rank_is(i, role, 1) ||
+      !c.dim_is(i, role, 0, n, "one per resized axis")) {
+    return false;
+  }
+  std::string ctm;
+  c.attr_string("coordinate_transformation_mode", "half_pixel", &ctm);
+  const bool crop = ctm == "tf_crop_and_resize";
+  if (crop && (!c.has(1) || !c.dtype_in(1, "roi", kFloat) || !c.rank_is(1, "roi", 1) ||
+               !c.dim_is(1, "roi", 0, 2 * n, "start and end per resized axis"))) {
+    return c.has(1) ? false : c.fail("tf_crop_and_resize needs the roi input");
+  }
+  c.set_dtype(0, c.in(0).dtype);
+  c.consistency = same_rank_check(r);
+  std::vector<int64_t> shape = in;
+  if (has_scales) {
+    std::vector<float> scales, roi;
+    if (!c.read_floats(2, "scales", KITE_MAX_RANK, &scales)) return false;
+    if (crop && !c.read_floats(1, "roi", 2 * KITE_MAX_RANK, &roi)) return false;
+    for (int64_t k = 0; k < n; ++k) {
+      const double extent = crop ? static_cast<double>(roi[n + k]) - roi[k] : 1.0;
+      const double out = std::floor(static_cast<double>(in[axes[k]]) * extent * scales[k]);
+      if (!(scales[k] > 0) || !std::isfinite(out) || out < 0 || out > 9.0e18) {
+        return c.fail(c.input_label(2, "scales") + " gives axis " + std::to_string(axes[k]) +
+                      " the invalid size " + std::to_string(out) + " (scale " +
+                      std::to_string(scales[k]) + ")");
+      }
+      shape[axes[k]] = static_cast<int64_t>(out);
+    }
+  } else {
+    std::vector<int64_t> sizes;
+    if (!c.read_ints(3, "sizes", kI64, true, KITE_MAX_RANK, &sizes)) return false;
+    std::string policy;
+    c.attr_string("keep_aspect_ratio_policy", "stretch", &policy);
+    double scale = policy == "not_larger" ? INFINITY : 0.0;
+    for (int64_t k = 0; k < n; ++k) {
+      if (sizes[k] < 0) return c.fail(c.input_label(3, "sizes") + " " + ints_string(sizes) + " has a negative size");
+      if (policy == "stretch") {
+        shape[axes[k]] = sizes[k];
+        continue;
+      }
+      if (in[axes[k]] == 0) return c.fail("cannot keep the aspect ratio of an empty axis");
+      const double s = static_cast<double>(sizes[k]) / static_cast<double>(in[axes[k]]);
+      scale = policy == "not_larger" ? std::min(scale, s) : std::max(scale, s);
+    }
+    if (policy != "stretch") {
+      for (int64_t k = 0; k < n; ++k) {
+        const double out = std::floor(scale * static_cast<double>(in[axes[k]]) + 0.5);
+        if (!(out >= 0 && out <= 9.0e18)) return c.overflow("resized axis " + std::to_string(axes[k]));
+        shape[axes[k]] = static_cast<int64_t>(out);
+      }
+    }
+  }
+  return c.set(0, c.in(0).dtype, shape);
+}
+
+bool infer_if(Ctx& c) {
+  return c.fail("output types cannot be inferred from the node alone: they come from its "
+                "then_branch and else_branch (the converter infers If itself)");
+}
+
 }  // namespace
 
 const std::vector<OpRule>& shape_rules() {
@@ -158,6 +800,20 @@ const std::vector<OpRule>& shape_rules() {
       {"Reshape", infer_reshape},
       {"Concat", infer_concat},
       {"Transpose", infer_transpose},
+      {"Split", infer_split},
+      {"Slice", infer_slice},
+      {"Gather", infer_gather},
+      {"Squeeze", infer_squeeze},
+      {"Unsqueeze", infer_unsqueeze},
+      {"Expand", infer_expand},
+      {"Tile", infer_tile},
+      {"Shape", infer_shape_op},
+      {"Size", infer_size},
+      {"ConstantOfShape", infer_constant_of_shape},
+      {"Range", infer_range},
+      {"Pad", infer_pad},
+      {"Resize", infer_resize},
+      {"If", infer_if},
   };
   return rules;
 }

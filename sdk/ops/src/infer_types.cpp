@@ -91,6 +91,11 @@ bool infer_types(const OpNode& node, std::vector<TensorType>* outputs, std::stri
     return false;
   }
   for (size_t k = 0; k < c.out.size(); ++k) {
+    if (!node.uses_output(static_cast<int>(k))) {
+      c.out[k] = TensorType();
+      c.out[k].present = false;
+      continue;
+    }
     if (c.out[k].dtype == KITE_DTYPE_UNDEFINED) {
       // A rule that forgot an output is a bug here, not in the model.
       if (err) *err = node.label() + ": internal error: output " + std::to_string(k) + " not inferred";

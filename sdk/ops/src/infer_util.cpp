@@ -78,7 +78,7 @@ bool Ctx::require(size_t i, const char* role) {
 
 bool Ctx::dtype_in(size_t i, const char* role, uint32_t allowed) {
   const kite_dtype d = in(i).dtype;
-  if (d > 0 && d < 32 && (allowed & dtype_bit(d))) return true;
+  if (dtype_size(d) != 0 && (allowed & dtype_bit(d))) return true;
   return fail(input_label(i, role) + " has dtype " + dtype_name(d) + ", expected " +
               dtype_set_string(allowed));
 }

@@ -168,6 +168,8 @@ bool from_backend_node(const kite_backend_node& node, OpNode* out, std::string* 
     note("has " + std::to_string(node.num_outputs) + " outputs and " +
          (node.outputs ? "an" : "no") + " output array");
     n.num_outputs = 0;
+  } else {
+    for (int32_t k = 0; k < node.num_outputs; ++k) n.outputs_used.push_back(node.outputs[k] != nullptr);
   }
 
   if (node.num_attrs < 0 || (node.num_attrs > 0 && !node.attrs)) {

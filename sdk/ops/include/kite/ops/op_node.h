@@ -59,6 +59,11 @@ struct OpNode {
   std::vector<TensorType> inputs;
   std::vector<Attr> attrs;
   int num_outputs = 1;
+  // Which outputs the graph uses (ONNX "" output / ABI NULL entry: unused).
+  // Empty means all num_outputs are used. Ops with an unsupported optional
+  // output (MaxPool's Indices, BatchNormalization's training outputs) accept
+  // the output slot when it is unused.
+  std::vector<bool> outputs_used;
 
   const Attr* find_attr(const std::string& attr_name) const;
   int64_t attr_int(const std::string& attr_name, int64_t fallback) const;
@@ -67,6 +72,10 @@ struct OpNode {
   std::vector<int64_t> attr_ints(const std::string& attr_name,
                                  const std::vector<int64_t>& fallback) const;
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i].present; }
+  bool uses_output(int k) const {
+    return k >= 0 && k < num_outputs &&
+           (outputs_used.empty() || (static_cast<size_t>(k) < outputs_used.size() && outputs_used[k]));
+  }
   // "Conv 'layer1.0.conv1'" for messages.
   std::string label() const;
 };
@@ -89,7 +98,12 @@ std::vector<TensorType> outputs_from_backend_node(const kite_backend_node& node)
 
 // Computes the outputs' dtypes and shapes from the inputs and attributes.
 // Returns false with a message naming the node, the tensor and the bad value
-// (e.g. "Conv 'c1': input 'x' has 3 dims, expected 4").
+// (e.g. "Conv 'c1': input 'x' has 3 dims, expected 4"). outputs gets
+// num_outputs entries; one the node does not use (see OpNode::outputs_used)
+// comes back with present=false. Inputs whose value shapes the output
+// (Reshape's shape, Slice's starts, ...) must have data; if not, the message
+// names the input and says its value must be known at convert time.
+// If is not inferred here: its outputs come from its branches.
 bool infer_types(const OpNode& node, std::vector<TensorType>* outputs, std::string* err);
 
 // True if infer_types knows this op (domain "" / ai.onnx).
