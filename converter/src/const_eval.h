@@ -1,0 +1,45 @@
+// Evaluates constant subexpressions with Kite's own CPU kernels, through the
+// backend ABI (the same path the runtime takes), so the converter and the
+// runtime cannot disagree on what an op computes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kite/backend.h"
+#include "kite/converter/ir.h"
+
+namespace kite::converter {
+
+// One CPU backend instance, created on first use and reused for every node.
+class CpuEvaluator {
+ public:
+  CpuEvaluator() = default;
+  ~CpuEvaluator();
+  CpuEvaluator(const CpuEvaluator&) = delete;
+  CpuEvaluator& operator=(const CpuEvaluator&) = delete;
+
+  // True if the CPU backend runs this node as given; else false with the
+  // backend's reason. Every input must have a known shape and every output
+  // its inferred dtype and shape; input values are not needed.
+  bool supports(const ir::Model& model, const ir::Node& node, std::string* reason);
+
+  // Runs the node. Every present input must be a constant and every output's
+  // dtype/shape known (run infer_types first). outputs_data gets one byte
+  // vector per node output (empty for an absent optional output).
+  bool evaluate(const ir::Model& model, const ir::Node& node,
+                std::vector<std::vector<uint8_t>>* outputs_data, std::string* err);
+
+ private:
+  bool ensure_backend(std::string* err);
+
+  const kite_backend_api* api_ = nullptr;
+  void* backend_ = nullptr;
+};
+
+// One-shot form of CpuEvaluator::evaluate.
+bool evaluate_node_on_cpu(const ir::Model& model, const ir::Node& node,
+                          std::vector<std::vector<uint8_t>>* outputs_data, std::string* err);
+
+}  // namespace kite::converter

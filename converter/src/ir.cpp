@@ -1,0 +1,65 @@
+#include "kite/converter/ir.h"
+
+#include <utility>
+
+namespace kite::ir {
+
+uint64_t Tensor::byte_size() const {
+  uint64_t bytes = 0;
+  // An invalid shape (negative or overflowing dims) has no size; callers
+  // validate shapes where they are created, so 0 is only a safe fallback.
+  if (!kite::ops::checked_byte_size(dtype, shape, &bytes)) return 0;
+  return bytes;
+}
+
+const Attr* Node::find_attr(const std::string& attr_name) const {
+  for (const Attr& a : attrs) {
+    if (a.name == attr_name) return &a;
+  }
+  return nullptr;
+}
+
+int Model::add_tensor(Tensor t) {
+  tensors.push_back(std::move(t));
+  return static_cast<int>(tensors.size()) - 1;
+}
+
+int Model::find_tensor(const std::string& name) const {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+kite::ops::OpNode to_op_node(const Model& model, const Node& node) {
+  kite::ops::OpNode op;
+  op.name = node.name;
+  op.op = node.op;
+  op.domain = node.domain;
+  op.attrs = node.attrs;
+  op.num_outputs = static_cast<int>(node.outputs.size());
+  op.inputs.reserve(node.inputs.size());
+  for (int index : node.inputs) {
+    kite::ops::TensorType type;
+    if (index < 0 || static_cast<size_t>(index) >= model.tensors.size()) {
+      type.present = false;
+      op.inputs.push_back(std::move(type));
+      continue;
+    }
+    const Tensor& t = model.tensors[static_cast<size_t>(index)];
+    type.name = t.name;
+    type.dtype = t.dtype;
+    type.shape = t.shape;
+    // Only a constant's value is known; a zero-element constant has no bytes
+    // but its (empty) value is still known, so point at something non-null.
+    if (t.is_constant()) {
+      static const uint8_t kEmpty[8] = {};
+      type.data = t.data.empty() ? static_cast<const void*>(kEmpty)
+                                 : static_cast<const void*>(t.data.data());
+    }
+    op.inputs.push_back(std::move(type));
+  }
+  return op;
+}
+
+}  // namespace kite::ir
