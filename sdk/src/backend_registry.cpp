@@ -1,13 +1,17 @@
 #include "backend_registry.h"
 
+#include <cstddef>
 #include <cstring>
 
 #include "cpu_backend.h"
+#include "static_backends.h"
 
 namespace kite::rt {
 
-std::vector<const kite_backend_api*> available_backends() {
-  return {kite_cpu_backend_api()};
+std::vector<const kite_backend_api*> linked_backends() {
+  std::vector<const kite_backend_api*> all = {kite_cpu_backend_api()};
+  for (const kite_backend_api* api : static_backends()) all.push_back(api);
+  return all;
 }
 
 Status validate_backend_api(const kite_backend_api* api, const std::string& origin) {
@@ -31,47 +35,61 @@ Status validate_backend_api(const kite_backend_api* api, const std::string& orig
       api->release == nullptr) {
     return Status(KITE_ERROR_BACKEND, origin + ": backend table lacks a mandatory function");
   }
+  if (api->memory == KITE_BACKEND_MEMORY_DEVICE) {
+    const size_t device_end = offsetof(kite_backend_api, copy_to_host) + sizeof(api->copy_to_host);
+    if (api->struct_size < device_end || api->alloc == nullptr || api->free == nullptr ||
+        api->copy_to_device == nullptr || api->copy_to_host == nullptr) {
+      return Status(KITE_ERROR_BACKEND, origin + ": a device-memory backend must provide "
+                                                 "alloc, free, copy_to_device and copy_to_host");
+    }
+  }
   return Status::ok();
 }
 
-Status resolve_backends(const std::string& preference, std::vector<const kite_backend_api*>* out) {
-  const std::vector<const kite_backend_api*> available = available_backends();
-  std::vector<const kite_backend_api*> chosen;
+Status resolve_backends(const std::string& preference, const std::string& plugin_path,
+                        bool strict, Resolution* out) {
+  const std::vector<const kite_backend_api*> linked = linked_backends();
+  Resolution r;
   size_t start = 0;
   while (start <= preference.size()) {
     size_t comma = preference.find(',', start);
     if (comma == std::string::npos) comma = preference.size();
     std::string name = preference.substr(start, comma - start);
-    // trim spaces
     while (!name.empty() && name.front() == ' ') name.erase(name.begin());
     while (!name.empty() && name.back() == ' ') name.pop_back();
     start = comma + 1;
     if (name.empty()) continue;
-    const kite_backend_api* found = nullptr;
-    for (const kite_backend_api* api : available) {
-      if (name == api->name) found = api;
-    }
-    if (found == nullptr) {
-      std::string names;
-      for (const kite_backend_api* api : available) {
-        names += (names.empty() ? "" : ", ") + std::string(api->name);
-      }
-      return Status(KITE_ERROR_BACKEND, "backend '" + name +
-                                            "' is not available in this build (available: " +
-                                            names + ")");
-    }
     bool duplicate = false;
-    for (const kite_backend_api* api : chosen) duplicate = duplicate || api == found;
-    if (!duplicate) chosen.push_back(found);
+    for (const ResolvedBackend& b : r.backends) duplicate = duplicate || name == b.api->name;
+    if (duplicate) continue;
+
+    ResolvedBackend rb;
+    for (const kite_backend_api* api : linked) {
+      if (name == api->name) rb.api = api;
+    }
+    if (rb.api == nullptr) {
+      Status s = find_plugin(name, plugin_path, &rb.plugin);
+      if (s.code() == KITE_ERROR_NOT_FOUND) {
+        if (strict) return Status(KITE_ERROR_BACKEND, "strict mode: " + s.message());
+        r.unavailable.push_back(name + ": " + s.message());
+        continue;
+      }
+      if (!s.is_ok()) return s;
+      rb.api = rb.plugin->api();
+    } else {
+      Status s = validate_backend_api(rb.api, "backend '" + name + "'");
+      if (!s.is_ok()) return s;
+    }
+    r.backends.push_back(rb);
   }
   bool has_cpu = false;
-  for (const kite_backend_api* api : chosen) has_cpu = has_cpu || std::strcmp(api->name, "cpu") == 0;
-  if (!has_cpu) chosen.push_back(kite_cpu_backend_api());
-  for (const kite_backend_api* api : chosen) {
-    Status s = validate_backend_api(api, std::string("backend '") + api->name + "'");
-    if (!s.is_ok()) return s;
+  for (const ResolvedBackend& b : r.backends) has_cpu = has_cpu || std::strcmp(b.api->name, "cpu") == 0;
+  if (!has_cpu) {
+    ResolvedBackend cpu;
+    cpu.api = kite_cpu_backend_api();
+    r.backends.push_back(cpu);
   }
-  *out = std::move(chosen);
+  *out = std::move(r);
   return Status::ok();
 }
 

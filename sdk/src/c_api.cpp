@@ -184,6 +184,20 @@ kite_status kite_session_options_set_threads(kite_session_options* options, int3
   return report(Status::ok());
 }
 
+kite_status kite_session_options_set_backend_path(kite_session_options* options, const char* paths) {
+  return guarded("kite_session_options_set_backend_path", [&]() {
+    if (options == nullptr) return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_session_options_set_backend_path: options is NULL");
+    options->config.plugin_path = paths == nullptr ? "" : paths;
+    return report(Status::ok());
+  });
+}
+
+kite_status kite_session_options_set_strict(kite_session_options* options, int32_t strict) {
+  if (options == nullptr) return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_session_options_set_strict: options is NULL");
+  options->config.strict = strict != 0;
+  return report(Status::ok());
+}
+
 kite_status kite_session_create(kite_model* model, const kite_session_options* options,
                                 kite_session** out_session) {
   return guarded("kite_session_create", [&]() {
@@ -375,6 +389,14 @@ kite_status kite_session_get_node_placement(const kite_session* session, int32_t
   out_placement->fused = p.fused ? 1 : 0;
   out_placement->decomposed = p.decomposed ? 1 : 0;
   out_placement->reason = p.reason.c_str();
+  return report(Status::ok());
+}
+
+kite_status kite_session_get_transfer_count(const kite_session* session, int32_t* out_count) {
+  if (session == nullptr || out_count == nullptr) {
+    return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_session_get_transfer_count: session or out_count is NULL");
+  }
+  *out_count = session->session->transfer_count();
   return report(Status::ok());
 }
 

@@ -3,8 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-
-#include "backend_registry.h"
+#include <set>
 
 namespace kite::rt {
 namespace {
@@ -18,16 +17,46 @@ const kite::ops::Attr* find_attr(const NodeRec& n, const char* name) {
   return nullptr;
 }
 
+// Every tensor a graph's nodes read (recursively through nested branches).
+void collect_reads(const Model& m, int graph, std::set<int>* out) {
+  for (const NodeRec& n : m.graphs[static_cast<size_t>(graph)].nodes) {
+    for (int t : n.inputs) {
+      if (t >= 0) out->insert(t);
+    }
+    for (const NodeRec& b : n.body) {
+      for (int t : b.inputs) {
+        if (t >= 0) out->insert(t);
+      }
+    }
+    for (const auto& a : n.attrs) {
+      if (a.type == KITE_ATTR_GRAPH) collect_reads(m, static_cast<int>(a.i), out);
+    }
+  }
+  for (int t : m.graphs[static_cast<size_t>(graph)].outputs) out->insert(t);
+}
+
 }  // namespace
 
 Session::~Session() {
   for (PreparedNode& p : prepared_) {
-    if (p.kernel != nullptr) backends_[p.backend].api->release(backends_[p.backend].instance, p.kernel);
+    if (p.kernel != nullptr) {
+      BackendSlot& b = backends_[static_cast<size_t>(p.backend)];
+      b.api->release(b.instance, p.kernel);
+    }
   }
   for (BackendSlot& b : backends_) {
-    if (b.instance != nullptr) b.api->destroy(b.instance);
+    if (b.instance == nullptr) continue;
+    for (void* c : b.device_constants) {
+      if (c != nullptr) b.api->free(b.instance, c);
+    }
+    if (b.device_arena != nullptr) b.api->free(b.instance, b.device_arena);
+    b.api->destroy(b.instance);
   }
   std::free(arena_);
+}
+
+uint32_t Session::space_bit(int backend) const {
+  return backends_[static_cast<size_t>(backend)].device ? (2u << backend) : 1u;
 }
 
 Status Session::create(std::shared_ptr<const Model> model, const SessionConfig& config,
@@ -37,47 +66,24 @@ Status Session::create(std::shared_ptr<const Model> model, const SessionConfig& 
   s->model_ = std::move(model);
   const Model& m = *s->model_;
 
-  std::vector<const kite_backend_api*> apis;
-  Status st = resolve_backends(config.backends, &apis);
-  if (!st.is_ok()) return st;
-  for (const kite_backend_api* api : apis) {
-    if (api->memory != KITE_BACKEND_MEMORY_HOST) {
-      return Status(KITE_ERROR_BACKEND, std::string("backend '") + api->name +
-                                            "' uses device memory, which this runtime does not "
-                                            "schedule yet");
-    }
-    BackendSlot slot;
-    slot.api = api;
-    kite_backend_options options{};
-    options.threads = config.threads;
-    s->error_[0] = '\0';
-    const kite_status cs = api->create(&options, &slot.instance, s->error_, sizeof(s->error_));
-    if (cs != KITE_OK) {
-      return Status(cs, std::string("backend '") + api->name + "' failed to start: " + s->error_);
-    }
-    s->backends_.push_back(slot);
-  }
-
-  // The arena: allocated once, here, of the plan's size.
+  // The host arena: allocated once, here, of the plan's size.
   const uint64_t alignment = m.plan.alignment < 64 ? 64 : m.plan.alignment;
   const uint64_t arena_bytes = (m.plan.arena_size + alignment - 1) / alignment * alignment;
-  if (m.plan.arena_size > arena_bytes || arena_bytes > SIZE_MAX) {
+  if (m.plan.arena_size > arena_bytes || arena_bytes > SIZE_MAX / 2) {
     return Status(KITE_ERROR_OUT_OF_MEMORY, "arena of " + std::to_string(m.plan.arena_size) +
                                                 " bytes cannot be allocated");
   }
-  s->arena_ = static_cast<uint8_t*>(
-      std::aligned_alloc(static_cast<size_t>(alignment),
-                         static_cast<size_t>(arena_bytes == 0 ? alignment : arena_bytes)));
+  const size_t alloc_bytes = static_cast<size_t>(arena_bytes == 0 ? alignment : arena_bytes);
+  s->arena_ = static_cast<uint8_t*>(std::aligned_alloc(static_cast<size_t>(alignment), alloc_bytes));
   if (s->arena_ == nullptr) {
     return Status(KITE_ERROR_OUT_OF_MEMORY,
                   "cannot allocate the arena of " + std::to_string(m.plan.arena_size) + " bytes");
   }
-  std::memset(s->arena_, 0, static_cast<size_t>(arena_bytes == 0 ? alignment : arena_bytes));
-
-  s->tensors_.resize(m.tensors.size());
+  std::memset(s->arena_, 0, alloc_bytes);
+  s->host_tensors_.resize(m.tensors.size());
   for (size_t i = 0; i < m.tensors.size(); ++i) {
     const TensorRec& t = m.tensors[i];
-    kite_backend_tensor& bt = s->tensors_[i];
+    kite_backend_tensor& bt = s->host_tensors_[i];
     bt.name = t.name.c_str();
     bt.dtype = t.dtype;
     bt.rank = static_cast<int32_t>(t.shape.size());
@@ -87,32 +93,115 @@ Status Session::create(std::shared_ptr<const Model> model, const SessionConfig& 
     bt.data = t.is_constant() ? const_cast<uint8_t*>(t.const_data) : s->arena_ + t.arena_offset;
   }
 
+  Resolution resolution;
+  Status st = resolve_backends(config.backends, config.plugin_path, config.strict, &resolution);
+  if (!st.is_ok()) return st;
+  s->unavailable_ = resolution.unavailable;
+  st = s->start_backends(resolution, config);
+  if (!st.is_ok()) return st;
+
   s->steps_.resize(m.graphs.size());
   for (size_t g = 0; g < m.graphs.size(); ++g) {
-    st = s->schedule_graph(static_cast<int>(g), g == 0);
+    // Every graph starts with all values on the host: the main graph because
+    // the application writes inputs there, branches because the If step
+    // brings what they read to the host first.
+    Residency where(m.tensors.size(), 1u);
+    st = s->schedule_graph(static_cast<int>(g), g == 0, &where);
     if (!st.is_ok()) return st;
+  }
+  if (config.strict && !s->fallbacks_.empty()) {
+    std::string list;
+    for (const std::string& f : s->fallbacks_) list += "\n  " + f;
+    return Status(KITE_ERROR_UNSUPPORTED, "strict mode: " + std::to_string(s->fallbacks_.size()) +
+                                              " node(s) would not run as placed first:" + list);
   }
   *out = std::move(s);
   return Status::ok();
 }
 
-Status Session::schedule_graph(int graph_index, bool record_placement) {
-  const GraphRec& g = model_->graphs[static_cast<size_t>(graph_index)];
-  std::vector<Step>& steps = steps_[static_cast<size_t>(graph_index)];
-  for (const NodeRec& node : g.nodes) {
-    Status st = place_node(node, graph_index, &steps, record_placement);
-    if (!st.is_ok()) return st;
+Status Session::start_backends(const Resolution& resolution, const SessionConfig& config) {
+  const Model& m = *model_;
+  for (const ResolvedBackend& rb : resolution.backends) {
+    backends_.emplace_back();
+    BackendSlot& slot = backends_.back();
+    slot.api = rb.api;
+    slot.plugin = rb.plugin;
+    slot.device = rb.api->memory == KITE_BACKEND_MEMORY_DEVICE;
+    if (slot.device && backends_.size() > 30) {
+      return Status(KITE_ERROR_BACKEND, "too many device backends");
+    }
+    kite_backend_options options{};
+    options.threads = config.threads;
+    error_[0] = '\0';
+    const kite_status cs = rb.api->create(&options, &slot.instance, error_, sizeof(error_));
+    if (cs != KITE_OK) {
+      slot.instance = nullptr;
+      return Status(cs, std::string("backend '") + rb.api->name + "' failed to start: " + error_);
+    }
+    if (!slot.device) {
+      slot.tensors = host_tensors_;
+      continue;
+    }
+    // Device backends mirror the host arena (same offsets) and get their own
+    // copy of every constant, uploaded once here.
+    const uint64_t alignment = m.plan.alignment < 64 ? 64 : m.plan.alignment;
+    kite_status as = rb.api->alloc(slot.instance, m.plan.arena_size == 0 ? alignment : m.plan.arena_size,
+                                   alignment, &slot.device_arena);
+    if (as != KITE_OK || slot.device_arena == nullptr) {
+      slot.device_arena = nullptr;
+      return Status(KITE_ERROR_OUT_OF_MEMORY, std::string("backend '") + rb.api->name +
+                                                  "' cannot allocate its arena of " +
+                                                  std::to_string(m.plan.arena_size) + " bytes");
+    }
+    slot.tensors = host_tensors_;
+    slot.device_constants.assign(m.tensors.size(), nullptr);
+    for (size_t i = 0; i < m.tensors.size(); ++i) {
+      const TensorRec& t = m.tensors[i];
+      if (!t.is_constant()) {
+        slot.tensors[i].data = static_cast<uint8_t*>(slot.device_arena) + t.arena_offset;
+        continue;
+      }
+      void* dev = nullptr;
+      as = rb.api->alloc(slot.instance, t.byte_size == 0 ? 1 : t.byte_size, 64, &dev);
+      if (as != KITE_OK || dev == nullptr) {
+        return Status(KITE_ERROR_OUT_OF_MEMORY, std::string("backend '") + rb.api->name +
+                                                    "' cannot allocate constant '" + t.name + "'");
+      }
+      slot.device_constants[i] = dev;
+      if (t.byte_size > 0) {
+        as = rb.api->copy_to_device(slot.instance, dev, t.const_data, t.byte_size);
+        if (as != KITE_OK) {
+          return Status(KITE_ERROR_BACKEND, std::string("backend '") + rb.api->name +
+                                                "' cannot upload constant '" + t.name + "'");
+        }
+      }
+      slot.tensors[i].data = dev;
+    }
   }
   return Status::ok();
 }
 
-Status Session::prepare_on(const NodeRec& node, int backend, std::vector<Step>* steps) {
+Status Session::schedule_graph(int graph_index, bool record_placement, Residency* where) {
+  const GraphRec& g = model_->graphs[static_cast<size_t>(graph_index)];
+  std::vector<Step>& steps = steps_[static_cast<size_t>(graph_index)];
+  for (const NodeRec& node : g.nodes) {
+    Status st = place_node(node, graph_index, record_placement, where, &steps);
+    if (!st.is_ok()) return st;
+  }
+  // Results leave every graph on the host: the application reads the main
+  // graph's outputs there, and If copies branch outputs there.
+  for (int t : g.outputs) make_host_resident(t, where, &steps);
+  return Status::ok();
+}
+
+Session::PreparedNode& Session::describe(const NodeRec& node, int backend) {
+  BackendSlot& slot = backends_[static_cast<size_t>(backend)];
   prepared_.emplace_back();
   PreparedNode& p = prepared_.back();
   p.node = &node;
   p.backend = backend;
-  for (int t : node.inputs) p.inputs.push_back(t < 0 ? nullptr : &tensors_[static_cast<size_t>(t)]);
-  for (int t : node.outputs) p.outputs.push_back(&tensors_[static_cast<size_t>(t)]);
+  for (int t : node.inputs) p.inputs.push_back(t < 0 ? nullptr : &slot.tensors[static_cast<size_t>(t)]);
+  for (int t : node.outputs) p.outputs.push_back(&slot.tensors[static_cast<size_t>(t)]);
   p.abi.name = node.name.c_str();
   p.abi.op = node.op.c_str();
   p.abi.domain = node.domain.c_str();
@@ -123,7 +212,46 @@ Status Session::prepare_on(const NodeRec& node, int backend, std::vector<Step>* 
   p.abi.outputs = p.outputs.data();
   p.abi.num_attrs = static_cast<int32_t>(node.abi_attrs.size());
   p.abi.attrs = node.abi_attrs.data();
-  if (steps == nullptr) return Status::ok();  // probe only
+  return p;
+}
+
+void Session::make_host_resident(int tensor, Residency* where, std::vector<Step>* steps) {
+  if (tensor < 0 || model_->tensors[static_cast<size_t>(tensor)].is_constant()) return;
+  uint32_t& w = (*where)[static_cast<size_t>(tensor)];
+  if (w & 1u) return;
+  for (size_t b = 0; b < backends_.size(); ++b) {
+    if (backends_[b].device && (w & space_bit(static_cast<int>(b)))) {
+      Step step;
+      step.kind = StepKind::ToHost;
+      step.tensor = tensor;
+      step.backend = static_cast<int>(b);
+      steps->push_back(step);
+      ++transfer_count_;
+      w |= 1u;
+      return;
+    }
+  }
+}
+
+void Session::make_resident(int tensor, int backend, Residency* where, std::vector<Step>* steps) {
+  if (tensor < 0 || model_->tensors[static_cast<size_t>(tensor)].is_constant()) return;
+  const uint32_t bit = space_bit(backend);
+  if ((*where)[static_cast<size_t>(tensor)] & bit) return;
+  make_host_resident(tensor, where, steps);
+  if (bit == 1u) return;
+  Step step;
+  step.kind = StepKind::ToDevice;
+  step.tensor = tensor;
+  step.backend = backend;
+  steps->push_back(step);
+  ++transfer_count_;
+  (*where)[static_cast<size_t>(tensor)] |= bit;
+}
+
+Status Session::prepare_on(const NodeRec& node, int backend, Residency* where,
+                           std::vector<Step>* steps) {
+  for (int t : node.inputs) make_resident(t, backend, where, steps);
+  PreparedNode& p = describe(node, backend);
   BackendSlot& b = backends_[static_cast<size_t>(backend)];
   error_[0] = '\0';
   const kite_status cs = b.api->prepare(b.instance, &p.abi, &p.kernel, error_, sizeof(error_));
@@ -133,13 +261,15 @@ Status Session::prepare_on(const NodeRec& node, int backend, std::vector<Step>* 
                           ": " + error_);
   }
   Step step;
+  step.kind = StepKind::Kernel;
   step.kernel = &p;
   steps->push_back(step);
+  for (int t : node.outputs) (*where)[static_cast<size_t>(t)] = space_bit(backend);
   return Status::ok();
 }
 
-Status Session::place_node(const NodeRec& node, int graph_index, std::vector<Step>* steps,
-                           bool record_placement) {
+Status Session::place_node(const NodeRec& node, int graph_index, bool record_placement,
+                           Residency* where, std::vector<Step>* steps) {
   PlacementRec rec;
   rec.node_name = node.name;
   rec.op = node.op;
@@ -161,6 +291,7 @@ Status Session::place_node(const NodeRec& node, int graph_index, std::vector<Ste
       return Status(KITE_ERROR_INVALID_MODEL, node_label(node) + ": condition '" + cond.name +
                                                   "' must hold one bool");
     }
+    std::set<int> reads = {node.inputs[0]};
     for (const kite::ops::Attr* branch : {then_attr, else_attr}) {
       const GraphRec& bg = model_->graphs[static_cast<size_t>(branch->i)];
       if (bg.outputs.size() != node.outputs.size()) {
@@ -179,54 +310,66 @@ Status Session::place_node(const NodeRec& node, int graph_index, std::vector<Ste
                             dst.name + "' (" + kite::ops::shape_string(dst.shape) + ")");
         }
       }
+      collect_reads(*model_, static_cast<int>(branch->i), &reads);
     }
+    for (int t : reads) make_host_resident(t, where, steps);
     Step step;
+    step.kind = StepKind::If;
     step.if_node = &node;
     step.then_graph = static_cast<int>(then_attr->i);
     step.else_graph = static_cast<int>(else_attr->i);
     steps->push_back(step);
+    for (int t : node.outputs) (*where)[static_cast<size_t>(t)] = 1u;
     rec.backend = "session";
     rec.reason = "control flow";
     if (record_placement) placements_.push_back(rec);
-    (void)graph_index;
     return Status::ok();
   }
 
   // Probe the backends in preference order.
-  prepare_on(node, 0, nullptr);
-  PreparedNode& probe = prepared_.back();
   std::string declined;
+  for (const std::string& u : unavailable_) declined += (declined.empty() ? "" : "; ") + u;
   int chosen = -1;
-  for (size_t b = 0; b < backends_.size(); ++b) {
+  for (size_t b = 0; b < backends_.size() && chosen < 0; ++b) {
+    PreparedNode& probe = describe(node, static_cast<int>(b));
     char reason[256] = {0};
-    if (backends_[b].api->supports(backends_[b].instance, &probe.abi, reason, sizeof(reason))) {
+    const int ok = backends_[b].api->supports(backends_[b].instance, &probe.abi, reason, sizeof(reason));
+    prepared_.pop_back();
+    if (ok) {
       chosen = static_cast<int>(b);
-      break;
+    } else {
+      declined += std::string(declined.empty() ? "" : "; ") + backends_[b].api->name + ": " +
+                  (reason[0] ? reason : "not supported");
     }
-    declined += std::string(declined.empty() ? "" : "; ") + backends_[b].api->name + ": " +
-                (reason[0] ? reason : "not supported");
   }
-  prepared_.pop_back();
 
   if (chosen >= 0) {
     rec.backend = backends_[static_cast<size_t>(chosen)].api->name;
     rec.reason = declined;
-    Status st = prepare_on(node, chosen, steps);
+    Status st = prepare_on(node, chosen, where, steps);
     if (!st.is_ok()) return st;
+    if (chosen > 0 || !unavailable_.empty()) {
+      fallbacks_.push_back(node_label(node) + " -> " + rec.backend + " (" + declined + ")");
+    }
     if (record_placement) placements_.push_back(rec);
     return Status::ok();
   }
   if (!node.body.empty()) {
     // No backend runs the fused kernel: run its body, each node placed alike.
+    fallbacks_.push_back(node_label(node) + " decomposed into " + std::to_string(node.body.size()) +
+                         " nodes (" + declined + ")");
     std::string body_backend;
     for (const NodeRec& b : node.body) {
-      size_t before = placements_.size();
-      Status st = place_node(b, graph_index, steps, /*record_placement=*/true);
+      const size_t before = placements_.size();
+      Status st = place_node(b, graph_index, /*record_placement=*/true, where, steps);
       if (!st.is_ok()) return st;
       const std::string used = placements_[before].backend;
       placements_.resize(before);
-      if (body_backend.empty()) body_backend = used;
-      else if (body_backend != used) body_backend = "mixed";
+      if (body_backend.empty()) {
+        body_backend = used;
+      } else if (body_backend != used) {
+        body_backend = "mixed";
+      }
     }
     rec.backend = body_backend;
     rec.decomposed = true;
@@ -240,31 +383,64 @@ Status Session::place_node(const NodeRec& node, int graph_index, std::vector<Ste
 
 Status Session::run_graph(int graph_index) {
   for (const Step& step : steps_[static_cast<size_t>(graph_index)]) {
-    if (step.kernel != nullptr) {
-      PreparedNode& p = *step.kernel;
-      BackendSlot& b = backends_[static_cast<size_t>(p.backend)];
-      const kite_status cs = b.api->execute(b.instance, p.kernel, error_, sizeof(error_));
-      if (cs != KITE_OK) {
-        return Status(cs, std::string(b.api->name) + " backend failed on " + node_label(*p.node) +
-                              ": " + error_);
+    switch (step.kind) {
+      case StepKind::Kernel: {
+        PreparedNode& p = *step.kernel;
+        BackendSlot& b = backends_[static_cast<size_t>(p.backend)];
+        const kite_status cs = b.api->execute(b.instance, p.kernel, error_, sizeof(error_));
+        if (cs != KITE_OK) {
+          return Status(cs, std::string(b.api->name) + " backend failed on " +
+                                node_label(*p.node) + ": " + error_);
+        }
+        break;
       }
-      continue;
-    }
-    const NodeRec& node = *step.if_node;
-    const uint8_t cond = *static_cast<const uint8_t*>(tensors_[static_cast<size_t>(node.inputs[0])].data);
-    const int branch = cond != 0 ? step.then_graph : step.else_graph;
-    Status st = run_graph(branch);
-    if (!st.is_ok()) return st;
-    const GraphRec& bg = model_->graphs[static_cast<size_t>(branch)];
-    for (size_t k = 0; k < bg.outputs.size(); ++k) {
-      const kite_backend_tensor& src = tensors_[static_cast<size_t>(bg.outputs[k])];
-      const kite_backend_tensor& dst = tensors_[static_cast<size_t>(node.outputs[k])];
-      if (src.data != dst.data) std::memmove(dst.data, src.data, static_cast<size_t>(dst.byte_size));
+      case StepKind::ToHost:
+      case StepKind::ToDevice: {
+        BackendSlot& b = backends_[static_cast<size_t>(step.backend)];
+        const TensorRec& t = model_->tensors[static_cast<size_t>(step.tensor)];
+        uint8_t* dev = static_cast<uint8_t*>(b.device_arena) + t.arena_offset;
+        uint8_t* host = arena_ + t.arena_offset;
+        const kite_status cs = step.kind == StepKind::ToHost
+                                   ? b.api->copy_to_host(b.instance, host, dev, t.byte_size)
+                                   : b.api->copy_to_device(b.instance, dev, host, t.byte_size);
+        if (cs != KITE_OK) {
+          return Status(cs, std::string(b.api->name) + " backend failed to copy tensor '" +
+                                t.name + "'");
+        }
+        break;
+      }
+      case StepKind::If: {
+        const NodeRec& node = *step.if_node;
+        const uint8_t cond =
+            *static_cast<const uint8_t*>(host_tensors_[static_cast<size_t>(node.inputs[0])].data);
+        const int branch = cond != 0 ? step.then_graph : step.else_graph;
+        Status st = run_graph(branch);
+        if (!st.is_ok()) return st;
+        const GraphRec& bg = model_->graphs[static_cast<size_t>(branch)];
+        for (size_t k = 0; k < bg.outputs.size(); ++k) {
+          const kite_backend_tensor& src = host_tensors_[static_cast<size_t>(bg.outputs[k])];
+          const kite_backend_tensor& dst = host_tensors_[static_cast<size_t>(node.outputs[k])];
+          if (src.data != dst.data && dst.byte_size > 0) {
+            std::memmove(dst.data, src.data, static_cast<size_t>(dst.byte_size));
+          }
+        }
+        break;
+      }
     }
   }
   return Status::ok();
 }
 
-Status Session::run() { return run_graph(0); }
+Status Session::run() {
+  Status st = run_graph(0);
+  if (!st.is_ok()) return st;
+  for (BackendSlot& b : backends_) {
+    if (b.device && b.api->synchronize != nullptr) {
+      const kite_status cs = b.api->synchronize(b.instance);
+      if (cs != KITE_OK) return Status(cs, std::string(b.api->name) + " backend failed to synchronize");
+    }
+  }
+  return Status::ok();
+}
 
 }  // namespace kite::rt

@@ -1,5 +1,7 @@
-// A session: one arena, one instance of each chosen backend, and the node
-// schedule. Created from a shared, immutable Model; running allocates nothing.
+// A session: one host arena (plus a mirror arena on each device-memory
+// backend), one instance of each chosen backend, and a static schedule of
+// kernels, control flow and transfers. Created from a shared, immutable
+// Model; running allocates nothing.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backend_registry.h"
 #include "kite/backend.h"
 #include "model.h"
 #include "status.h"
@@ -16,7 +19,9 @@ namespace kite::rt {
 
 struct SessionConfig {
   std::string backends = "cpu";
+  std::string plugin_path;  // colon-separated folders searched first
   int threads = 0;
+  bool strict = false;      // any fallback is a session-creation error
 };
 
 struct PlacementRec {
@@ -37,11 +42,12 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   const Model& model() const { return *model_; }
-  uint8_t* tensor_data(int tensor) { return arena_ + model_->tensors[tensor].arena_offset; }
+  uint8_t* tensor_data(int tensor) { return arena_ + model_->tensors[static_cast<size_t>(tensor)].arena_offset; }
   const uint8_t* tensor_data(int tensor) const {
-    return arena_ + model_->tensors[tensor].arena_offset;
+    return arena_ + model_->tensors[static_cast<size_t>(tensor)].arena_offset;
   }
   const std::vector<PlacementRec>& placements() const { return placements_; }
+  int transfer_count() const { return transfer_count_; }
   Status run();
 
  private:
@@ -50,6 +56,11 @@ class Session {
   struct BackendSlot {
     const kite_backend_api* api = nullptr;
     void* instance = nullptr;
+    std::shared_ptr<Plugin> plugin;  // keeps the module loaded
+    bool device = false;
+    void* device_arena = nullptr;
+    std::vector<void*> device_constants;
+    std::vector<kite_backend_tensor> tensors;  // this backend's view of every tensor
   };
   // A node as handed to a backend, with storage that stays put.
   struct PreparedNode {
@@ -60,27 +71,41 @@ class Session {
     std::vector<const kite_backend_tensor*> outputs;
     kite_backend_node abi{};
   };
-  // One entry of a graph's schedule: a kernel, or an If handled here.
+  enum class StepKind { Kernel, If, ToHost, ToDevice };
   struct Step {
+    StepKind kind = StepKind::Kernel;
     PreparedNode* kernel = nullptr;
     const NodeRec* if_node = nullptr;
     int then_graph = -1;
     int else_graph = -1;
+    int tensor = -1;   // transfers
+    int backend = -1;  // transfers: the device backend copied from / to
   };
+  // Where each tensor's current value lives while building a schedule:
+  // bit 0 = host, bit (1 + b) = device backend b.
+  using Residency = std::vector<uint32_t>;
 
-  Status schedule_graph(int graph_index, bool record_placement);
-  Status place_node(const NodeRec& node, int graph_index, std::vector<Step>* steps,
-                    bool record_placement);
-  Status prepare_on(const NodeRec& node, int backend, std::vector<Step>* steps);
+  Status start_backends(const Resolution& resolution, const SessionConfig& config);
+  Status schedule_graph(int graph_index, bool record_placement, Residency* where);
+  Status place_node(const NodeRec& node, int graph_index, bool record_placement,
+                    Residency* where, std::vector<Step>* steps);
+  Status prepare_on(const NodeRec& node, int backend, Residency* where, std::vector<Step>* steps);
+  PreparedNode& describe(const NodeRec& node, int backend);
+  void make_resident(int tensor, int backend, Residency* where, std::vector<Step>* steps);
+  void make_host_resident(int tensor, Residency* where, std::vector<Step>* steps);
   Status run_graph(int graph_index);
+  uint32_t space_bit(int backend) const;
 
   std::shared_ptr<const Model> model_;
   std::vector<BackendSlot> backends_;
+  std::vector<std::string> unavailable_;
   uint8_t* arena_ = nullptr;
-  std::vector<kite_backend_tensor> tensors_;
+  std::vector<kite_backend_tensor> host_tensors_;
   std::deque<PreparedNode> prepared_;
   std::vector<std::vector<Step>> steps_;  // per graph
   std::vector<PlacementRec> placements_;  // per node of the main graph
+  std::vector<std::string> fallbacks_;    // for strict mode
+  int transfer_count_ = 0;
   char error_[512] = {0};
 };
 

@@ -152,14 +152,23 @@ TEST_F(CApi, PlacementNamesTheBackend) {
   EXPECT_EQ(p.decomposed, 0);
 }
 
-TEST_F(CApi, UnknownBackendIsAClearError) {
+TEST_F(CApi, UnknownBackendFallsBackOrFailsWhenStrict) {
   kite_session_options* o = nullptr;
   ASSERT_EQ(kite_session_options_create(&o), KITE_OK);
   ASSERT_EQ(kite_session_options_set_backends(o, "warp-drive,cpu"), KITE_OK);
+  ASSERT_EQ(kite_session_options_set_backend_path(o, "/nonexistent"), KITE_OK);
   EXPECT_EQ(kite_session_options_set_threads(o, -3), KITE_ERROR_INVALID_ARGUMENT);
   kite_session* s = nullptr;
+  ASSERT_EQ(kite_session_create(model_, o, &s), KITE_OK) << last();
+  kite_node_placement p;
+  ASSERT_EQ(kite_session_get_node_placement(s, 0, &p), KITE_OK);
+  EXPECT_STREQ(p.backend, "cpu");
+  EXPECT_NE(std::string(p.reason).find("backend 'warp-drive' not found"), std::string::npos) << p.reason;
+  kite_session_destroy(s);
+  s = nullptr;
+  ASSERT_EQ(kite_session_options_set_strict(o, 1), KITE_OK);
   EXPECT_EQ(kite_session_create(model_, o, &s), KITE_ERROR_BACKEND);
-  EXPECT_NE(last().find("backend 'warp-drive' is not available"), std::string::npos) << last();
+  EXPECT_NE(last().find("libkite_backend_warp-drive.so"), std::string::npos) << last();
   EXPECT_EQ(s, nullptr);
   kite_session_options_destroy(o);
 }

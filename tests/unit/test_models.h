@@ -61,6 +61,67 @@ inline ir::Model add_relu_model() {
   return m;
 }
 
+// y = Relu(Conv(x, w, b)) + x with x: 1x4x5x5, 3x3 kernel, pads 1. With
+// fused=true the Conv and Relu become one fused node 'conv_relu' whose body
+// holds them (the Conv result a Scratch tensor), as the optimizer writes it.
+inline ir::Model conv_relu_add_model(bool fused) {
+  ir::Model m;
+  m.source_opset = 13;
+  m.producer = "kite-test";
+  std::vector<float> w(4 * 4 * 3 * 3), b(4);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 37) % 17) / 17.0f - 0.5f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 0.1f * static_cast<float>(i) - 0.15f;
+  const int x = m.add_tensor(make_tensor("x", KITE_DTYPE_FLOAT32, {1, 4, 5, 5}, ir::TensorKind::Input));
+  const int wt = m.add_tensor(make_const("w", {4, 4, 3, 3}, w));
+  const int bt = m.add_tensor(make_const("b", {4}, b));
+  const int conv = m.add_tensor(make_tensor("conv", KITE_DTYPE_FLOAT32, {1, 4, 5, 5},
+                                            fused ? ir::TensorKind::Scratch : ir::TensorKind::Activation));
+  const int relu = m.add_tensor(make_tensor("relu", KITE_DTYPE_FLOAT32, {1, 4, 5, 5}, ir::TensorKind::Activation));
+  const int y = m.add_tensor(make_tensor("y", KITE_DTYPE_FLOAT32, {1, 4, 5, 5}, ir::TensorKind::Output));
+  ir::Node c;
+  c.name = "conv0";
+  c.op = "Conv";
+  c.inputs = {x, wt, bt};
+  c.outputs = {conv};
+  ir::Attr pads;
+  pads.name = "pads";
+  pads.type = KITE_ATTR_INTS;
+  pads.ints = {1, 1, 1, 1};
+  c.attrs = {pads};
+  ir::Node r;
+  r.name = "relu0";
+  r.op = "Relu";
+  r.inputs = {conv};
+  r.outputs = {relu};
+  ir::Node a;
+  a.name = "add0";
+  a.op = "Add";
+  a.inputs = {relu, x};
+  a.outputs = {y};
+  ir::Graph g;
+  g.name = "main";
+  g.inputs = {x};
+  g.outputs = {y};
+  if (fused) {
+    ir::Node f;
+    f.name = "conv0+relu0";
+    f.op = "FusedConv";
+    f.domain = "kite";
+    f.fused_pattern = "conv_relu";
+    f.inputs = {x, wt, bt};
+    f.outputs = {relu};
+    f.attrs = {pads};
+    f.body = {c, r};
+    g.nodes = {f, a};
+  } else {
+    g.nodes = {c, r, a};
+  }
+  m.graphs.push_back(g);
+  std::string err;
+  kite::memory::plan_memory(&m, 256, &err);
+  return m;
+}
+
 inline std::vector<uint8_t> serialize_or_die(const ir::Model& m) {
   std::vector<uint8_t> bytes;
   std::string err;

@@ -113,7 +113,12 @@ typedef struct kite_backend_api {
   kite_status (*execute)(void *backend, void *kernel, char *err, size_t err_size);
   void (*release)(void *backend, void *kernel);
 
-  /* ---- optional: device-memory backends (NULL for host backends) ---- */
+  /* ---- optional: device-memory backends (NULL for host backends) ----
+   * The runtime gives a device backend a mirror of the arena (same offsets)
+   * from alloc, uploads constants once with copy_to_device, and inserts
+   * copies where a tensor crosses between host and device. execute may be
+   * asynchronous; copy_to_host must return only when the bytes are on the
+   * host (after all work queued before it). */
   kite_status (*alloc)(void *backend, uint64_t size, uint64_t alignment, void **out_ptr);
   void (*free)(void *backend, void *ptr);
   kite_status (*copy_to_device)(void *backend, void *dst, const void *src, uint64_t size);

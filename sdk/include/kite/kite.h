@@ -118,6 +118,17 @@ KITE_API kite_status kite_session_options_set_backends(kite_session_options *opt
 /* Worker threads for CPU kernels; 0 (default) picks the number of cores. */
 KITE_API kite_status kite_session_options_set_threads(kite_session_options *options,
                                                       int32_t threads);
+/* Colon-separated folders searched first for backend plugins
+ * (libkite_backend_<name>.so); then KITE_BACKEND_PATH, then the folder of
+ * the Kite library itself. */
+KITE_API kite_status kite_session_options_set_backend_path(kite_session_options *options,
+                                                           const char *paths);
+/* strict != 0: any fallback (a backend in the list that is not available, a
+ * node not placed on the first backend, a fused node run as its body) makes
+ * kite_session_create fail with a message naming the nodes. Default 0: fall
+ * back and report it through the placement functions below. */
+KITE_API kite_status kite_session_options_set_strict(kite_session_options *options,
+                                                     int32_t strict);
 
 /* ---- sessions ----------------------------------------------------------- */
 /* options may be NULL for defaults. The session keeps the model alive: the
@@ -176,6 +187,9 @@ typedef struct kite_node_placement {
 KITE_API kite_status kite_session_get_node_placement(const kite_session *session,
                                                      int32_t index,
                                                      kite_node_placement *out_placement);
+/* Copies between host and device memory that one run performs. */
+KITE_API kite_status kite_session_get_transfer_count(const kite_session *session,
+                                                     int32_t *out_count);
 
 #ifdef __cplusplus
 } /* extern "C" */
