@@ -1,6 +1,8 @@
 #include "memory/planner.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 namespace kite::memory {
@@ -98,13 +100,95 @@ Placement ArenaPlanner::greedy_by_lifetime() const {
   return greedy(order, "greedy_by_lifetime");
 }
 
-Placement ArenaPlanner::best() const {
-  Placement candidates[] = {greedy_by_size(), greedy_by_lifetime(), naive()};
-  size_t best = 0;
-  for (size_t i = 1; i < 3; ++i) {
-    if (candidates[i].arena_size < candidates[best].arena_size) best = i;
+Placement ArenaPlanner::greedy_by_breadth() const {
+  int steps = 0;
+  for (const Buffer& b : buffers_) steps = std::max(steps, b.last + 1);
+  std::vector<uint64_t> breadth(static_cast<size_t>(steps), 0);
+  std::vector<std::vector<int>> live_at(static_cast<size_t>(steps));
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    for (int s = buffers_[i].first; s <= buffers_[i].last; ++s) {
+      breadth[static_cast<size_t>(s)] += buffers_[i].size;
+      live_at[static_cast<size_t>(s)].push_back(static_cast<int>(i));
+    }
   }
-  return candidates[best];
+  std::vector<int> step_order(static_cast<size_t>(steps));
+  for (int s = 0; s < steps; ++s) step_order[static_cast<size_t>(s)] = s;
+  std::stable_sort(step_order.begin(), step_order.end(), [&](int a, int b) {
+    return breadth[static_cast<size_t>(a)] > breadth[static_cast<size_t>(b)];
+  });
+  std::vector<int> order;
+  std::vector<bool> queued(buffers_.size(), false);
+  for (int s : step_order) {
+    std::vector<int> here = live_at[static_cast<size_t>(s)];
+    std::stable_sort(here.begin(), here.end(), [&](int a, int b) {
+      return buffers_[static_cast<size_t>(a)].size > buffers_[static_cast<size_t>(b)].size;
+    });
+    for (int i : here) {
+      if (!queued[static_cast<size_t>(i)]) {
+        queued[static_cast<size_t>(i)] = true;
+        order.push_back(i);
+      }
+    }
+  }
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    if (!queued[i]) order.push_back(static_cast<int>(i));
+  }
+  return greedy(order, "greedy_by_breadth");
+}
+
+Placement ArenaPlanner::greedy_by_first_use() const {
+  std::vector<int> order(buffers_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const Buffer& x = buffers_[static_cast<size_t>(a)];
+    const Buffer& y = buffers_[static_cast<size_t>(b)];
+    if (x.first != y.first) return x.first < y.first;
+    return x.size > y.size;
+  });
+  return greedy(order, "greedy_by_first_use");
+}
+
+Placement ArenaPlanner::greedy_by_size_perturbed(uint32_t seed) const {
+  // Size order with multiplicative noise: a cheap way out of the plateaus
+  // where one unlucky tie-break fragments the arena. Deterministic per seed.
+  std::vector<double> key(buffers_.size());
+  uint64_t state = 0x9E3779B97F4A7C15ull ^ seed;
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const double noise = static_cast<double>(state >> 11) / 9007199254740992.0;  // [0, 1)
+    key[i] = static_cast<double>(buffers_[i].size) * (1.0 + 0.5 * noise);
+  }
+  std::vector<int> order(buffers_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return key[static_cast<size_t>(a)] > key[static_cast<size_t>(b)]; });
+  return greedy(order, "greedy_by_size_perturbed");
+}
+
+Placement ArenaPlanner::best() const {
+  std::vector<Placement> candidates = {greedy_by_size(), greedy_by_breadth(), greedy_by_lifetime(),
+                                       greedy_by_first_use(), naive()};
+  const uint64_t bound = lower_bound();
+  auto smallest = [&]() {
+    size_t best = 0;
+    for (size_t i = 1; i < candidates.size(); ++i) {
+      if (candidates[i].arena_size < candidates[best].arena_size) best = i;
+    }
+    return best;
+  };
+  // Stop searching once within 1% of the lower bound (aligned sizes make the
+  // bound itself unreachable by a few hundred bytes per buffer).
+  for (uint32_t seed = 1; seed <= 48; ++seed) {
+    if (candidates[smallest()].arena_size <= bound + bound / 100) break;
+    candidates.push_back(greedy_by_size_perturbed(seed));
+  }
+  if (std::getenv("KITE_PLAN_DEBUG")) {
+    for (const Placement& c : candidates) {
+      std::fprintf(stderr, "plan %s: %llu (bound %llu)\n", c.strategy.c_str(),
+                   static_cast<unsigned long long>(c.arena_size), static_cast<unsigned long long>(bound));
+    }
+  }
+  return candidates[smallest()];
 }
 
 uint64_t ArenaPlanner::lower_bound() const {
@@ -148,77 +232,306 @@ std::string ArenaPlanner::check(const Placement& p) const {
   return "";
 }
 
+bool is_view_op(const std::string& op) {
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
+         op == "Identity";
+}
+
+bool is_inplace_op(const std::string& op, int input_index) {
+  static const char* const kUnary[] = {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Abs", "Neg",
+                                       "Sqrt", "Reciprocal", "Erf", "LeakyRelu", "Elu",
+                                       "HardSigmoid", "HardSwish", "Clip", "Gelu"};
+  static const char* const kBinary[] = {"Add", "Sub", "Mul", "Div"};
+  if (input_index == 0) {
+    for (const char* u : kUnary) {
+      if (op == u) return true;
+    }
+  }
+  if (input_index == 0 || input_index == 1) {
+    for (const char* b : kBinary) {
+      if (op == b) return true;
+    }
+  }
+  return false;
+}
+
 namespace {
 
+// Steps count executed primitive nodes: a fused node spans one step per body
+// node, so its scratch tensors live only between their body producer and
+// consumer, and its own inputs and outputs span the whole node. A fused kernel
+// thus never needs the scratch, and the body path fits the same plan.
 struct LifetimeBuilder {
-  ir::Model* model;
+  const ir::Model* model;
   std::vector<int> first, last;
+  std::vector<int> node_step;  // main-graph node index -> its first step
 
   void touch(int t, int step) {
     if (t < 0 || model->tensors[static_cast<size_t>(t)].is_constant()) return;
     if (first[static_cast<size_t>(t)] < 0 || step < first[static_cast<size_t>(t)]) first[static_cast<size_t>(t)] = step;
     last[static_cast<size_t>(t)] = std::max(last[static_cast<size_t>(t)], step);
   }
-  // Everything a node touches, including its body and subgraphs, is live at
-  // the node's step.
-  void node(const ir::Node& n, int step) {
+  // Touches everything at one step (If branches, nested bodies).
+  void node_at(const ir::Node& n, int step) {
     for (int t : n.inputs) touch(t, step);
     for (int t : n.outputs) touch(t, step);
-    for (const ir::Node& b : n.body) node(b, step);
+    for (const ir::Node& b : n.body) node_at(b, step);
     for (const ir::Attr& a : n.attrs) {
-      if (a.type == KITE_ATTR_GRAPH) graph(static_cast<int>(a.i), step);
+      if (a.type == KITE_ATTR_GRAPH) graph_at(static_cast<int>(a.i), step);
     }
   }
-  void graph(int g, int step) {
+  void graph_at(int g, int step) {
     const ir::Graph& graph = model->graphs[static_cast<size_t>(g)];
     for (int t : graph.inputs) touch(t, step);
     for (int t : graph.outputs) touch(t, step);
-    for (const ir::Node& n : graph.nodes) node(n, step);
+    for (const ir::Node& n : graph.nodes) node_at(n, step);
+  }
+  // Returns the number of steps the node takes.
+  int node(const ir::Node& n, int step) {
+    if (n.body.empty()) {
+      node_at(n, step);
+      return 1;
+    }
+    const int span = static_cast<int>(n.body.size());
+    for (int k = 0; k < span; ++k) {
+      for (int t : n.inputs) touch(t, step + k);
+      for (int t : n.outputs) touch(t, step + k);
+      node_at(n.body[static_cast<size_t>(k)], step + k);
+    }
+    return span;
   }
 };
 
-}  // namespace
-
-bool plan_memory(ir::Model* model, uint64_t alignment, std::string* err) {
-  const size_t n = model->tensors.size();
-  LifetimeBuilder lb{model, std::vector<int>(n, -1), std::vector<int>(n, -1)};
-  const ir::Graph& main = model->main();
-  const int end = static_cast<int>(main.nodes.size()) + 1;
+void build_lifetimes(const ir::Model& model, std::vector<int>* first, std::vector<int>* last,
+                     std::vector<int>* node_step = nullptr) {
+  const size_t n = model.tensors.size();
+  LifetimeBuilder lb{&model, std::vector<int>(n, -1), std::vector<int>(n, -1), {}};
+  const ir::Graph& main = model.main();
   for (int t : main.inputs) lb.touch(t, 0);
-  for (size_t i = 0; i < main.nodes.size(); ++i) lb.node(main.nodes[i], static_cast<int>(i) + 1);
-  for (int t : main.outputs) lb.touch(t, end);
+  int step = 1;
+  for (const ir::Node& node : main.nodes) {
+    lb.node_step.push_back(step);
+    step += lb.node(node, step);
+  }
+  for (int t : main.outputs) lb.touch(t, step);
+  *first = std::move(lb.first);
+  *last = std::move(lb.last);
+  if (node_step) *node_step = std::move(lb.node_step);
+}
 
+// Alias groups: a view's output, or an in-place op's output, joins the group
+// of the input whose bytes it takes. Groups holding a main-graph input are
+// never written in place (the application's inputs must survive a run).
+struct Aliases {
+  std::vector<int> parent;
+  std::vector<int> first, last;  // per representative
+  std::vector<bool> has_input;
+  int inplace = 0, views = 0;
+
+  int find(int t) {
+    while (parent[static_cast<size_t>(t)] != t) {
+      parent[static_cast<size_t>(t)] = parent[static_cast<size_t>(parent[static_cast<size_t>(t)])];
+      t = parent[static_cast<size_t>(t)];
+    }
+    return t;
+  }
+  void join(int out, int in) {
+    const int r = find(in);
+    const int o = find(out);
+    parent[static_cast<size_t>(o)] = r;
+    first[static_cast<size_t>(r)] = std::min(first[static_cast<size_t>(r)], first[static_cast<size_t>(o)]);
+    last[static_cast<size_t>(r)] = std::max(last[static_cast<size_t>(r)], last[static_cast<size_t>(o)]);
+    has_input[static_cast<size_t>(r)] = has_input[static_cast<size_t>(r)] || has_input[static_cast<size_t>(o)];
+  }
+};
+
+// offsets == nullptr: join every legal alias (planning). Otherwise join only
+// legal aliases the plan put at the same offset (checking).
+Aliases find_aliases(const ir::Model& model, const std::vector<int>& first,
+                     const std::vector<int>& last, bool allow,
+                     const std::vector<uint64_t>* offsets) {
+  const size_t n = model.tensors.size();
+  Aliases a;
+  a.parent.resize(n);
+  a.first = first;
+  a.last = last;
+  a.has_input.assign(n, false);
+  for (size_t t = 0; t < n; ++t) a.parent[t] = static_cast<int>(t);
+  for (int t : model.main().inputs) a.has_input[static_cast<size_t>(t)] = true;
+  if (!allow) return a;
+  const auto& nodes = model.main().nodes;
+  std::vector<int> f, l, node_step;
+  build_lifetimes(model, &f, &l, &node_step);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const ir::Node& node = nodes[i];
+    const int step = node_step[i];
+    if (!node.body.empty() || node.outputs.size() != 1 || !node.domain.empty()) continue;
+    const int out = node.outputs[0];
+    const ir::Tensor& to = model.tensors[static_cast<size_t>(out)];
+    if (to.is_constant() || a.find(out) != out || a.has_input[static_cast<size_t>(out)]) continue;
+    auto compatible = [&](int in) {
+      if (in < 0) return false;
+      const ir::Tensor& ti = model.tensors[static_cast<size_t>(in)];
+      if (ti.is_constant() || ti.byte_size() != to.byte_size() || first[static_cast<size_t>(in)] < 0) return false;
+      if (offsets != nullptr && (*offsets)[static_cast<size_t>(in)] != (*offsets)[static_cast<size_t>(out)]) return false;
+      return true;
+    };
+    if (is_view_op(node.op) && !node.inputs.empty() && compatible(node.inputs[0])) {
+      a.join(out, node.inputs[0]);
+      ++a.views;
+      continue;
+    }
+    for (int k = 0; k < static_cast<int>(node.inputs.size()) && k < 2; ++k) {
+      const int in = node.inputs[static_cast<size_t>(k)];
+      if (!is_inplace_op(node.op, k) || !compatible(in)) continue;
+      const ir::Tensor& ti = model.tensors[static_cast<size_t>(in)];
+      if (ti.dtype != to.dtype || ti.shape != to.shape) continue;
+      const int r = a.find(in);
+      if (a.has_input[static_cast<size_t>(r)] || a.last[static_cast<size_t>(r)] != step) continue;
+      a.join(out, in);
+      ++a.inplace;
+      break;
+    }
+  }
+  return a;
+}
+
+struct PlanResult {
+  Placement placement;
+  std::vector<uint64_t> offsets;  // per tensor
+  uint64_t lower_bound = 0;
+  uint64_t naive = 0;
+  int inplace = 0, views = 0;
+};
+
+PlanResult plan_once(const ir::Model& model, uint64_t alignment, bool allow_aliasing,
+                     std::string* problem) {
+  const size_t n = model.tensors.size();
+  std::vector<int> first, last;
+  build_lifetimes(model, &first, &last);
+  Aliases aliases = find_aliases(model, first, last, allow_aliasing, nullptr);
   ArenaPlanner planner(alignment);
-  std::vector<int> buffer_of(n, -1);
+  std::vector<int> buffer_of_rep(n, -1);
+  PlanResult r;
+  r.inplace = aliases.inplace;
+  r.views = aliases.views;
   for (size_t t = 0; t < n; ++t) {
-    if (model->tensors[t].is_constant()) continue;
-    if (lb.first[t] < 0) continue;  // never used: planned at offset 0 with size checks below
-    buffer_of[t] = planner.add_buffer(model->tensors[t].byte_size(), lb.first[t], lb.last[t]);
+    const ir::Tensor& tensor = model.tensors[t];
+    if (tensor.is_constant() || first[t] < 0) continue;
+    r.naive += tensor.byte_size();
+    const int rep = aliases.find(static_cast<int>(t));
+    if (buffer_of_rep[static_cast<size_t>(rep)] < 0) {
+      buffer_of_rep[static_cast<size_t>(rep)] =
+          planner.add_buffer(tensor.byte_size(), aliases.first[static_cast<size_t>(rep)],
+                             aliases.last[static_cast<size_t>(rep)]);
+    }
   }
-  const Placement p = planner.best();
-  const std::string problem = planner.check(p);
-  if (!problem.empty()) {
-    *err = "memory plan check failed: " + problem;
-    return false;
-  }
-  ir::MemoryPlan& plan = model->plan;
-  plan.alignment = alignment;
-  plan.arena_size = p.arena_size;
-  plan.lower_bound = planner.lower_bound();
-  plan.naive_size = planner.naive_size();
-  plan.strategy = p.strategy;
-  plan.offsets.assign(n, 0);
+  r.placement = planner.best();
+  *problem = planner.check(r.placement);
+  r.lower_bound = planner.lower_bound();
+  r.offsets.assign(n, 0);
   for (size_t t = 0; t < n; ++t) {
-    if (buffer_of[t] >= 0) plan.offsets[t] = p.offsets[static_cast<size_t>(buffer_of[t])];
+    if (model.tensors[t].is_constant() || first[t] < 0) continue;
+    const int rep = aliases.find(static_cast<int>(t));
+    r.offsets[t] = r.placement.offsets[static_cast<size_t>(buffer_of_rep[static_cast<size_t>(rep)])];
   }
   // A tensor no node touches still needs room if it has bytes (e.g. an unused
   // graph input); give it its own range at the end.
   for (size_t t = 0; t < n; ++t) {
-    if (model->tensors[t].is_constant() || buffer_of[t] >= 0) continue;
-    plan.offsets[t] = plan.arena_size;
-    plan.arena_size = align_up(plan.arena_size + model->tensors[t].byte_size(), alignment);
+    if (model.tensors[t].is_constant() || first[t] >= 0) continue;
+    r.offsets[t] = r.placement.arena_size;
+    r.placement.arena_size = align_up(r.placement.arena_size + model.tensors[t].byte_size(), alignment);
+  }
+  return r;
+}
+
+}  // namespace
+
+bool plan_memory(ir::Model* model, const PlanOptions& options, PlanStats* stats, std::string* err) {
+  std::string problem;
+  const PlanResult plain = plan_once(*model, options.alignment, false, &problem);
+  if (!problem.empty()) {
+    *err = "memory plan check failed: " + problem;
+    return false;
+  }
+  PlanResult chosen = plain;
+  if (options.allow_aliasing) {
+    chosen = plan_once(*model, options.alignment, true, &problem);
+    if (!problem.empty()) {
+      *err = "memory plan check failed: " + problem;
+      return false;
+    }
+  }
+  ir::MemoryPlan& plan = model->plan;
+  plan.alignment = options.alignment;
+  plan.arena_size = chosen.placement.arena_size;
+  plan.lower_bound = chosen.lower_bound;
+  plan.naive_size = plain.naive;
+  plan.strategy = chosen.placement.strategy;
+  plan.offsets = chosen.offsets;
+  if (stats != nullptr) {
+    stats->inplace_nodes = chosen.inplace;
+    stats->view_nodes = chosen.views;
+    stats->arena_without_aliasing = plain.placement.arena_size;
+    stats->lower_bound_without_aliasing = plain.lower_bound;
+  }
+  const std::string proof = check_plan(*model);
+  if (!proof.empty()) {
+    *err = "memory plan check failed: " + proof;
+    return false;
   }
   return true;
+}
+
+bool plan_memory(ir::Model* model, uint64_t alignment, std::string* err) {
+  PlanOptions options;
+  options.alignment = alignment;
+  return plan_memory(model, options, nullptr, err);
+}
+
+std::string check_plan(const ir::Model& model) {
+  const ir::MemoryPlan& plan = model.plan;
+  const size_t n = model.tensors.size();
+  if (plan.offsets.size() != n) return "plan has " + std::to_string(plan.offsets.size()) +
+                                       " offsets for " + std::to_string(n) + " tensors";
+  if (plan.alignment == 0 || (plan.alignment & (plan.alignment - 1)) != 0) {
+    return "alignment " + std::to_string(plan.alignment) + " is not a power of two";
+  }
+  std::vector<int> first, last;
+  build_lifetimes(model, &first, &last);
+  Aliases aliases = find_aliases(model, first, last, true, &plan.offsets);
+  struct Range { uint64_t begin, end; int first, last, tensor; };
+  std::vector<Range> ranges;
+  for (size_t t = 0; t < n; ++t) {
+    const ir::Tensor& tensor = model.tensors[t];
+    if (tensor.is_constant()) continue;
+    const uint64_t off = plan.offsets[t];
+    const uint64_t size = tensor.byte_size();
+    if (off % plan.alignment != 0) {
+      return "tensor '" + tensor.name + "' offset " + std::to_string(off) + " is not aligned to " +
+             std::to_string(plan.alignment);
+    }
+    if (off > plan.arena_size || size > plan.arena_size - off) {
+      return "tensor '" + tensor.name + "' [" + std::to_string(off) + ", +" + std::to_string(size) +
+             ") leaves the arena of " + std::to_string(plan.arena_size) + " bytes";
+    }
+    if (first[t] < 0 || size == 0) continue;
+    ranges.push_back(Range{off, off + size, first[t], last[t], static_cast<int>(t)});
+  }
+  // Sweep by offset so that only ranges that overlap in bytes are compared.
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    for (size_t j = i + 1; j < ranges.size() && ranges[j].begin < ranges[i].end; ++j) {
+      const Range& a = ranges[i];
+      const Range& b = ranges[j];
+      if (a.first > b.last || b.first > a.last) continue;
+      if (aliases.find(a.tensor) == aliases.find(b.tensor)) continue;
+      return "tensors '" + model.tensors[static_cast<size_t>(a.tensor)].name + "' and '" +
+             model.tensors[static_cast<size_t>(b.tensor)].name +
+             "' are live at the same time and share bytes";
+    }
+  }
+  return "";
 }
 
 }  // namespace kite::memory

@@ -32,6 +32,11 @@ class ArenaPlanner {
   Placement naive() const;            // every buffer its own range
   Placement greedy_by_size() const;   // largest first, best-fit gap (Pisarchyk & Lee 2020)
   Placement greedy_by_lifetime() const;  // longest-lived first, best-fit gap
+  // Pisarchyk & Lee's greedy by breadth: steps in order of decreasing live
+  // bytes, each step's unplaced buffers largest first.
+  Placement greedy_by_breadth() const;
+  Placement greedy_by_first_use() const;  // in order of first use (linear scan)
+  Placement greedy_by_size_perturbed(uint32_t seed) const;
   Placement best() const;             // smallest of the strategies
 
   // Peak over steps of the sum of live buffer sizes (unaligned).
@@ -48,9 +53,35 @@ class ArenaPlanner {
   std::vector<Buffer> buffers_;
 };
 
+// Ops whose output may share its input's bytes. Backends rely on this list:
+// a kernel of an in-place op must work when its output aliases the named
+// input (each element read before it is written), and a view op's kernel is a
+// no-op when input and output pointers are equal.
+bool is_view_op(const std::string& op);
+bool is_inplace_op(const std::string& op, int input_index);
+
+struct PlanOptions {
+  uint64_t alignment = 256;
+  bool allow_aliasing = true;  // in-place ops and views
+};
+
+struct PlanStats {
+  int inplace_nodes = 0;       // elementwise nodes writing over a dying input
+  int view_nodes = 0;          // reshape-like nodes sharing their input's bytes
+  uint64_t arena_without_aliasing = 0;
+  uint64_t lower_bound_without_aliasing = 0;
+};
+
 // Computes lifetimes over the main graph's node order (subgraph tensors live
-// during their If node, fused bodies' scratch during their fused node) and
-// fills model->plan with the best strategy.
+// during their If node, fused bodies' scratch during their fused node), joins
+// aliases, and fills model->plan with the best strategy.
+bool plan_memory(ir::Model* model, const PlanOptions& options, PlanStats* stats, std::string* err);
 bool plan_memory(ir::Model* model, uint64_t alignment, std::string* err);
+
+// Proves model->plan: every non-constant tensor inside the arena and aligned,
+// and no two tensors live at the same time share bytes unless they are the
+// same alias (a view or an in-place output of the other, at the same offset).
+// Returns "" when the plan is sound, else what is wrong, naming the tensors.
+std::string check_plan(const ir::Model& model);
 
 }  // namespace kite::memory

@@ -198,6 +198,18 @@ kite_status kite_session_options_set_strict(kite_session_options* options, int32
   return report(Status::ok());
 }
 
+kite_status kite_session_options_set_memory_limit(kite_session_options* options, uint64_t bytes) {
+  if (options == nullptr) return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_session_options_set_memory_limit: options is NULL");
+  options->config.memory_limit = bytes;
+  return report(Status::ok());
+}
+
+kite_status kite_session_options_set_poison(kite_session_options* options, int32_t poison) {
+  if (options == nullptr) return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_session_options_set_poison: options is NULL");
+  options->config.poison = poison != 0;
+  return report(Status::ok());
+}
+
 kite_status kite_session_create(kite_model* model, const kite_session_options* options,
                                 kite_session** out_session) {
   return guarded("kite_session_create", [&]() {

@@ -1,5 +1,7 @@
 #include "session.h"
 
+#include <algorithm>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -73,6 +75,12 @@ Status Session::create(std::shared_ptr<const Model> model, const SessionConfig& 
     return Status(KITE_ERROR_OUT_OF_MEMORY, "arena of " + std::to_string(m.plan.arena_size) +
                                                 " bytes cannot be allocated");
   }
+  if (config.memory_limit != 0 && arena_bytes > config.memory_limit) {
+    return Status(KITE_ERROR_OUT_OF_MEMORY,
+                  "memory limit: the session needs " + std::to_string(arena_bytes) +
+                      " bytes for its arena, the limit allows " +
+                      std::to_string(config.memory_limit) + " bytes");
+  }
   const size_t alloc_bytes = static_cast<size_t>(arena_bytes == 0 ? alignment : arena_bytes);
   s->arena_ = static_cast<uint8_t*>(std::aligned_alloc(static_cast<size_t>(alignment), alloc_bytes));
   if (s->arena_ == nullptr) {
@@ -108,6 +116,22 @@ Status Session::create(std::shared_ptr<const Model> model, const SessionConfig& 
     Residency where(m.tensors.size(), 1u);
     st = s->schedule_graph(static_cast<int>(g), g == 0, &where);
     if (!st.is_ok()) return st;
+  }
+  if (config.poison || std::getenv("KITE_POISON_ARENA") != nullptr) {
+    // Everything but the bytes of the main graph's inputs (set by the
+    // application before the run).
+    std::vector<std::pair<uint64_t, uint64_t>> keep;
+    for (int t : m.main_graph().inputs) {
+      const TensorRec& in = m.tensors[static_cast<size_t>(t)];
+      keep.emplace_back(in.arena_offset, in.arena_offset + in.byte_size);
+    }
+    std::sort(keep.begin(), keep.end());
+    uint64_t cursor = 0;
+    for (const auto& k : keep) {
+      if (k.first > cursor) s->poison_ranges_.emplace_back(cursor, k.first);
+      cursor = std::max(cursor, k.second);
+    }
+    if (cursor < m.plan.arena_size) s->poison_ranges_.emplace_back(cursor, m.plan.arena_size);
   }
   if (config.strict && !s->fallbacks_.empty()) {
     std::string list;
@@ -145,6 +169,25 @@ Status Session::start_backends(const Resolution& resolution, const SessionConfig
     // Device backends mirror the host arena (same offsets) and get their own
     // copy of every constant, uploaded once here.
     const uint64_t alignment = m.plan.alignment < 64 ? 64 : m.plan.alignment;
+    if (config.memory_limit != 0) {
+      // The limit counts the host arena and, per device backend, its arena
+      // and constants; checked before this backend allocates anything.
+      uint64_t device_bytes = m.plan.arena_size == 0 ? alignment : m.plan.arena_size;
+      for (const TensorRec& t : m.tensors) {
+        if (t.is_constant()) device_bytes += t.byte_size == 0 ? 1 : t.byte_size;
+      }
+      const uint64_t host_bytes = (m.plan.arena_size + alignment - 1) / alignment * alignment;
+      const uint64_t needed = host_bytes + device_bytes * static_cast<uint64_t>(
+                                               std::count_if(backends_.begin(), backends_.end(),
+                                                             [](const BackendSlot& b) { return b.device; }));
+      if (needed > config.memory_limit) {
+        return Status(KITE_ERROR_OUT_OF_MEMORY,
+                      "memory limit: the session needs " + std::to_string(needed) +
+                          " bytes (host arena, and arena plus weights on backend '" +
+                          rb.api->name + "'), the limit allows " +
+                          std::to_string(config.memory_limit) + " bytes");
+      }
+    }
     kite_status as = rb.api->alloc(slot.instance, m.plan.arena_size == 0 ? alignment : m.plan.arena_size,
                                    alignment, &slot.device_arena);
     if (as != KITE_OK || slot.device_arena == nullptr) {
@@ -432,6 +475,9 @@ Status Session::run_graph(int graph_index) {
 }
 
 Status Session::run() {
+  for (const auto& r : poison_ranges_) {
+    std::memset(arena_ + r.first, 0xFF, static_cast<size_t>(r.second - r.first));
+  }
   Status st = run_graph(0);
   if (!st.is_ok()) return st;
   for (BackendSlot& b : backends_) {

@@ -22,6 +22,10 @@ struct SessionConfig {
   std::string plugin_path;  // colon-separated folders searched first
   int threads = 0;
   bool strict = false;      // any fallback is a session-creation error
+  // Cap on the bytes the session allocates for the model: the host arena,
+  // plus each device backend's arena and constant copies. 0: no cap.
+  uint64_t memory_limit = 0;
+  bool poison = false;      // fill the arena with NaN bytes before each run
 };
 
 struct PlacementRec {
@@ -106,6 +110,9 @@ class Session {
   std::vector<PlacementRec> placements_;  // per node of the main graph
   std::vector<std::string> fallbacks_;    // for strict mode
   int transfer_count_ = 0;
+  // Poison mode: the arena ranges that are not graph inputs, filled with 0xFF
+  // (a NaN in float32) before each run so a read of stale data shows.
+  std::vector<std::pair<uint64_t, uint64_t>> poison_ranges_;
   char error_[512] = {0};
 };
 

@@ -130,6 +130,22 @@ KITE_API kite_status kite_session_options_set_backend_path(kite_session_options 
 KITE_API kite_status kite_session_options_set_strict(kite_session_options *options,
                                                      int32_t strict);
 
+/* Caps the memory a session allocates for the model: its host arena and, for
+ * each device-memory backend, that backend's arena plus its copy of the
+ * weights (CPU sessions use the mapped weights in place; they do not count).
+ * A model that needs more makes kite_session_create fail with
+ * KITE_ERROR_OUT_OF_MEMORY and a message naming the needed and the allowed
+ * bytes, before the arena is allocated. 0 (default): no limit. */
+KITE_API kite_status kite_session_options_set_memory_limit(kite_session_options *options,
+                                                           uint64_t bytes);
+
+/* poison != 0: before each run, fill every arena byte that is not a graph
+ * input with 0xFF (NaN in float32), so a kernel or a memory plan that reads
+ * stale data shows up as wrong output. A debugging aid; also enabled by the
+ * environment variable KITE_POISON_ARENA. */
+KITE_API kite_status kite_session_options_set_poison(kite_session_options *options,
+                                                     int32_t poison);
+
 /* ---- sessions ----------------------------------------------------------- */
 /* options may be NULL for defaults. The session keeps the model alive: the
  * model may be destroyed before the session. Allocates the arena once. */
