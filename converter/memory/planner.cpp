@@ -362,24 +362,26 @@ Aliases find_aliases(const ir::Model& model, const std::vector<int>& first,
   const auto& nodes = model.main().nodes;
   std::vector<int> f, l, node_step;
   build_lifetimes(model, &f, &l, &node_step);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const ir::Node& node = nodes[i];
-    const int step = node_step[i];
-    if (!node.body.empty() || node.outputs.size() != 1 || !node.domain.empty()) continue;
+  // One node at one step; inside a fused body only Scratch inputs may be
+  // taken over, so a fused kernel's output never aliases its inputs.
+  auto visit = [&](const ir::Node& node, int step, bool in_body) {
+    if (!node.body.empty() || node.outputs.size() != 1 || !node.domain.empty()) return;
     const int out = node.outputs[0];
     const ir::Tensor& to = model.tensors[static_cast<size_t>(out)];
-    if (to.is_constant() || a.find(out) != out || a.has_input[static_cast<size_t>(out)]) continue;
+    if (to.is_constant() || a.find(out) != out || a.has_input[static_cast<size_t>(out)]) return;
     auto compatible = [&](int in) {
       if (in < 0) return false;
       const ir::Tensor& ti = model.tensors[static_cast<size_t>(in)];
       if (ti.is_constant() || ti.byte_size() != to.byte_size() || first[static_cast<size_t>(in)] < 0) return false;
+      if (in_body && ti.kind != ir::TensorKind::Scratch) return false;
       if (offsets != nullptr && (*offsets)[static_cast<size_t>(in)] != (*offsets)[static_cast<size_t>(out)]) return false;
       return true;
     };
-    if (is_view_op(node.op) && !node.inputs.empty() && compatible(node.inputs[0])) {
+    if (is_view_op(node.op) && !node.inputs.empty() && compatible(node.inputs[0]) &&
+        (!in_body || a.last[static_cast<size_t>(a.find(node.inputs[0]))] == step)) {
       a.join(out, node.inputs[0]);
       ++a.views;
-      continue;
+      return;
     }
     for (int k = 0; k < static_cast<int>(node.inputs.size()) && k < 2; ++k) {
       const int in = node.inputs[static_cast<size_t>(k)];
@@ -390,7 +392,17 @@ Aliases find_aliases(const ir::Model& model, const std::vector<int>& first,
       if (a.has_input[static_cast<size_t>(r)] || a.last[static_cast<size_t>(r)] != step) continue;
       a.join(out, in);
       ++a.inplace;
-      break;
+      return;
+    }
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const ir::Node& node = nodes[i];
+    if (node.body.empty()) {
+      visit(node, node_step[i], false);
+    } else {
+      for (size_t k = 0; k < node.body.size(); ++k) {
+        visit(node.body[k], node_step[i] + static_cast<int>(k), true);
+      }
     }
   }
   return a;

@@ -1,7 +1,10 @@
 #include "kite/converter/convert.h"
 
+#include "src/const_eval.h"
 #include "src/infer_shapes.h"
+#include "memory/budget.h"
 #include "memory/planner.h"
+#include "passes/pass.h"
 #include "onnx/onnx_import.h"
 
 namespace kite::converter {
@@ -41,8 +44,33 @@ bool convert_onnx_file(const std::string& onnx_path, const ConvertOptions& optio
   if (!import_onnx_file(onnx_path, import_options, model, err)) return false;
   report->onnx_nodes = model->graphs.empty() ? 0 : model->main().nodes.size();
   if (!infer_shapes(model, err)) return false;
+  // Refuse now, listing every node at once, what no backend could run.
+  if (!check_cpu_support(*model, err)) return false;
+
+  // The optimizer (converter/passes/pipeline.cpp).
+  report->nodes_before = model->main().nodes.size();
+  report->kernel_launches_before = passes::count_kernel_launches(*model);
+  passes::PipelineOptions pipeline;
+  pipeline.level = options.opt_level;
+  pipeline.disabled = options.disabled_passes;
+  passes::PipelineReport optimized;
+  if (!passes::run_pipeline(model, pipeline, &optimized, err)) return false;
+  report->passes = optimized.passes;
+  report->fusions = optimized.fusions;
+  report->folded_weight_bytes = optimized.folded_weight_bytes;
+
   materialize_outputs(model);
-  if (!kite::memory::plan_memory(model, options.arena_alignment, err)) return false;
+  report->kernel_launches_after = passes::count_kernel_launches(*model);
+  kite::memory::PlanOptions plan_options;
+  plan_options.alignment = options.arena_alignment;
+  plan_options.allow_aliasing = options.allow_aliasing;
+  if (options.memory_budget > 0) {
+    if (!kite::memory::apply_memory_budget(model, options.memory_budget, plan_options,
+                                           &report->budget, err)) {
+      return false;
+    }
+  }
+  if (!kite::memory::plan_memory(model, plan_options, &report->memory, err)) return false;
 
   report->nodes = model->main().nodes.size();
   report->tensors = model->tensors.size();
