@@ -1,0 +1,169 @@
+// Mul, Div, Add and Sub by a constant folded into the weights and bias of
+// the Conv, ConvTranspose, Gemm or MatMul (+ bias Add) before them.
+//
+// Where exact: the constant must vary only along the output-channel axis
+// (axis 1 for Conv/ConvTranspose/Gemm, the last axis for MatMul) and must not
+// widen the result, so that y = conv(x, W) * s + h per channel equals
+// conv(x, W * s) + (bias * s + h) in exact arithmetic. Values are combined
+// in double and rounded once to float32. Everything must be float32 (the
+// dtype rule); a Div needs a finite non-zero divisor. The producer's result
+// must have no other reader.
+#include <cmath>
+
+#include "passes/graph_util.h"
+#include "passes/pass.h"
+
+namespace kite::passes {
+
+bool rescale_output_channels(PassContext& ctx, int node_index, const std::vector<double>& scale,
+                             const std::vector<double>& shift, std::string* why);
+
+namespace {
+
+// The constant as one value per channel of axis `axis` of an output of shape
+// `out`: a scalar or a shape that is 1 everywhere else, aligned right, and
+// not larger in rank than the output. Empty if it does not fit.
+std::vector<double> channel_values(const ir::Model& m, int t, const std::vector<int64_t>& out,
+                                   size_t axis) {
+  const std::vector<float> v = float_values(m, t);
+  const std::vector<int64_t>& shape = tensor_at(m, t).shape;
+  if (v.empty() || shape.size() > out.size() || axis >= out.size()) return {};
+  const size_t offset = out.size() - shape.size();
+  bool varies = false;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (d + offset != axis || shape[d] != out[axis]) return {};
+    varies = true;
+  }
+  std::vector<double> values(static_cast<size_t>(out[axis]));
+  for (int64_t c = 0; c < out[axis]; ++c) {
+    const float x = varies ? v[static_cast<size_t>(c)] : v[0];
+    if (!std::isfinite(x)) return {};
+    values[static_cast<size_t>(c)] = x;
+  }
+  return values;
+}
+
+// Operation `op` with constant values c turned into per-channel scale/shift.
+bool to_scale_shift(const std::string& op, std::vector<double> c, std::vector<double>* scale,
+                    std::vector<double>* shift) {
+  if (op == "Mul") {
+    *scale = std::move(c);
+  } else if (op == "Div") {
+    for (double& x : c) {
+      if (x == 0.0) return false;
+      x = 1.0 / x;
+    }
+    *scale = std::move(c);
+  } else if (op == "Add") {
+    *shift = std::move(c);
+  } else {  // Sub
+    for (double& x : c) x = -x;
+    *shift = std::move(c);
+  }
+  return true;
+}
+
+// New constant: W (rank 2, [K, N]) with column n scaled by scale[n].
+int scaled_columns(PassContext& ctx, int w, const std::vector<double>& scale, const std::string& base) {
+  ir::Model& m = *ctx.model;
+  std::vector<float> v = float_values(m, w);
+  const std::vector<int64_t> shape = tensor_at(m, w).shape;
+  const int64_t n = shape[1];
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(v[i] * scale[i % static_cast<size_t>(n)]);
+  ctx.folded_weight_bytes += v.size() * sizeof(float);
+  return add_float_constant(&m, base + "/folded_weight", shape, v);
+}
+
+}  // namespace
+
+bool fold_scale_into_weights(PassContext& ctx, PassResult* result) {
+  ir::Model& m = *ctx.model;
+  bool again = true;
+  while (again) {
+    again = false;
+    const UseMap uses(m);
+    std::vector<ir::Node>& nodes = m.main().nodes;
+    for (size_t i = 0; i < nodes.size() && !again; ++i) {
+      const ir::Node& n = nodes[i];
+      const bool commutative = is_op(n, "Mul") || is_op(n, "Add");
+      if (!commutative && !is_op(n, "Div") && !is_op(n, "Sub")) continue;
+      if (n.inputs.size() != 2 || n.outputs.size() != 1) continue;
+      int x = n.inputs[0], c = n.inputs[1];
+      if (commutative && is_constant(m, x) && !is_constant(m, c)) std::swap(x, c);
+      if (is_constant(m, x) || !is_constant(m, c) || !is_float32(m, c) || !is_float32(m, x)) continue;
+      const std::vector<int64_t>& out = tensor_at(m, x).shape;
+      if (tensor_at(m, n.outputs[0]).shape != out || out.size() < 2) continue;
+      const int p = uses.producer(x);
+      if (p < 0 || uses.sole_reader(x) != static_cast<int>(i)) continue;
+      const ir::Node& prod = nodes[static_cast<size_t>(p)];
+      const std::string op = n.op;
+      const int y = n.outputs[0];
+      std::vector<double> scale, shift;
+      std::string why;
+
+      if (is_op(prod, "Conv") || is_op(prod, "ConvTranspose") || is_op(prod, "Gemm")) {
+        std::vector<double> values = channel_values(m, c, out, 1);
+        if (values.empty() || !to_scale_shift(op, values, &scale, &shift)) continue;
+        const std::string producer_op = prod.op;
+        if (!rescale_output_channels(ctx, p, scale, shift, &why)) continue;
+        m.main().nodes[static_cast<size_t>(p)].outputs[0] = y;
+        result->count(op + "_into_" + producer_op);
+      } else if (is_op(prod, "MatMul") &&
+                 (op == "Mul" || op == "Div") && prod.inputs.size() == 2 &&
+                 is_constant(m, prod.inputs[1]) && is_float32(m, prod.inputs[1]) &&
+                 tensor_at(m, prod.inputs[1]).shape.size() == 2) {
+        // MatMul(x, W) * s: scale W's columns.
+        std::vector<double> values = channel_values(m, c, out, out.size() - 1);
+        if (values.empty() || !to_scale_shift(op, values, &scale, &shift)) continue;
+        const int w = scaled_columns(ctx, prod.inputs[1], scale, prod.name);
+        ir::Node& mm = m.main().nodes[static_cast<size_t>(p)];
+        mm.inputs[1] = w;
+        mm.outputs[0] = y;
+        result->count(op + "_into_MatMul");
+      } else if (is_op(prod, "Add") && prod.inputs.size() == 2) {
+        // (MatMul(x, W) + b) op c, with W a 2-D constant and b per column:
+        // fold into W (for a scale) and b.
+        int mm_out = prod.inputs[0], b = prod.inputs[1];
+        if (is_constant(m, mm_out)) std::swap(mm_out, b);
+        if (!is_constant(m, b) || !is_float32(m, b)) continue;
+        const int q = uses.producer(mm_out);
+        if (q < 0 || uses.sole_reader(mm_out) != p) continue;
+        const ir::Node& mm = nodes[static_cast<size_t>(q)];
+        if (!is_op(mm, "MatMul") || mm.inputs.size() != 2 || !is_constant(m, mm.inputs[1]) ||
+            !is_float32(m, mm.inputs[1]) || tensor_at(m, mm.inputs[1]).shape.size() != 2 ||
+            tensor_at(m, mm_out).shape != out) {
+          continue;
+        }
+        const size_t axis = out.size() - 1;
+        std::vector<double> values = channel_values(m, c, out, axis);
+        std::vector<double> bias = channel_values(m, b, out, axis);
+        if (values.empty() || bias.empty() || !to_scale_shift(op, values, &scale, &shift)) continue;
+        for (size_t k = 0; k < bias.size(); ++k) {
+          bias[k] = bias[k] * (scale.empty() ? 1.0 : scale[k]) + (shift.empty() ? 0.0 : shift[k]);
+        }
+        std::vector<float> new_bias(bias.begin(), bias.end());
+        const int nb = add_float_constant(&m, prod.name + "/folded_bias", {out[axis]}, new_bias);
+        ctx.folded_weight_bytes += new_bias.size() * sizeof(float);
+        int w = -1;
+        if (!scale.empty()) w = scaled_columns(ctx, mm.inputs[1], scale, mm.name);
+        std::vector<ir::Node>& all = m.main().nodes;
+        if (w >= 0) all[static_cast<size_t>(q)].inputs[1] = w;
+        ir::Node& add = all[static_cast<size_t>(p)];
+        add.inputs = {mm_out, nb};
+        add.outputs[0] = y;
+        result->count(op + "_into_MatMul_bias");
+      } else {
+        continue;
+      }
+      std::vector<bool> dead(m.main().nodes.size(), false);
+      dead[i] = true;
+      erase_nodes(&m, dead);
+      result->changed = true;
+      again = true;
+    }
+  }
+  return true;
+}
+
+}  // namespace kite::passes
