@@ -129,9 +129,16 @@ Status Verifier::decode_tensors(const fb::Model& m, Model* model) {
     const fb::Tensor* t = tensors.Get(i);
     TensorRec& rec = model->tensors[i];
     rec.name = str(t->name());
+    if (rec.name.find('\0') != std::string::npos) {
+      // The C API finds inputs and outputs by NUL-terminated name.
+      return fail("tensor " + std::to_string(i) + " has a name with a NUL byte");
+    }
     const std::string label = "tensor " + std::to_string(i) + " '" + rec.name + "'";
     const int dtype = static_cast<int>(t->dtype());
-    if (kite::ops::dtype_size(static_cast<kite_dtype>(dtype)) == 0) {
+    // Range-check the raw value first: an int outside kite_dtype's values
+    // must not be converted to it (undefined behaviour in C++).
+    if (dtype <= static_cast<int>(fb::DType::MIN) || dtype > static_cast<int>(fb::DType::MAX) ||
+        kite::ops::dtype_size(static_cast<kite_dtype>(dtype)) == 0) {
       return fail(label + " has unknown dtype " + std::to_string(dtype));
     }
     rec.dtype = static_cast<kite_dtype>(dtype);
