@@ -19,6 +19,10 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual void run(ThreadPool& pool) = 0;
+  // After run: null when it succeeded, else why an input value that prepare
+  // could not check (a non-constant shape input, a Gather index) is invalid.
+  // The message lives in the kernel (formatted without allocating).
+  virtual const char* run_error() const { return nullptr; }
 };
 
 // What prepare gets: the ABI node (data pointers, valid until release) and
@@ -26,6 +30,7 @@ class Kernel {
 struct KernelArgs {
   const kite_backend_node* node;
   const kite::ops::OpNode* op;
+  int threads = 1;  // size of the pool that run will get (for per-thread scratch)
 
   void* input_data(int i) const { return node->inputs[i] ? node->inputs[i]->data : nullptr; }
   void* output_data(int i) const { return node->outputs[i]->data; }
@@ -45,6 +50,9 @@ struct KernelEntry {
 
 // The explicit table of the CPU backend's kernels, keyed by op type.
 const std::vector<KernelEntry>& kernel_table();
+// "" when the table is well formed, else what is wrong (an op listed twice).
+// The backend checks it once, when an instance is created.
+std::string validate_kernel_table();
 const KernelEntry* find_kernel(const std::string& op);
 
 }  // namespace kite::cpu

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace kite::cpu {
@@ -23,6 +24,8 @@ class ThreadPool {
 
   // Calls fn(begin, end) over chunks covering [0, n); chunks are at least
   // min_chunk long. Runs inline when n is small or the pool has one thread.
+  // Not reentrant: fn must not call parallel_for on the same pool, and one
+  // pool serves one caller at a time (one session).
   template <typename F>
   void parallel_for(int64_t n, int64_t min_chunk, F&& fn) {
     run_chunks(n, min_chunk, &fn, [](void* ctx, int64_t b, int64_t e) {

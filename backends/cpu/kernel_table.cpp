@@ -1,0 +1,106 @@
+// The explicit table of CPU kernels. Adding an op: write its check and
+// prepare in kernels/<family>.cpp and add one line here. No self-registration.
+#include <set>
+#include <string>
+
+#include "kernel.h"
+#include "kernels/kernels.h"
+
+namespace kite::cpu {
+
+const std::vector<KernelEntry>& kernel_table() {
+  static const std::vector<KernelEntry> table = {
+      // Convolution and matrix products.
+      {"Conv", check_conv, prepare_conv},
+      {"ConvTranspose", check_conv_transpose, prepare_conv_transpose},
+      {"Gemm", check_gemm, prepare_gemm},
+      {"MatMul", check_matmul, prepare_matmul},
+      // Elementwise, two or three inputs with numpy broadcasting.
+      {"Add", check_binary, prepare_binary},
+      {"Sub", check_binary, prepare_binary},
+      {"Mul", check_binary, prepare_binary},
+      {"Div", check_binary, prepare_binary},
+      {"Pow", check_binary, prepare_binary},
+      {"PRelu", check_binary, prepare_binary},
+      {"Equal", check_binary, prepare_binary},
+      {"Greater", check_binary, prepare_binary},
+      {"Less", check_binary, prepare_binary},
+      {"And", check_binary, prepare_binary},
+      {"Or", check_binary, prepare_binary},
+      {"Where", check_where, prepare_where},
+      // Elementwise, one input.
+      {"Relu", check_unary, prepare_unary},
+      {"Sigmoid", check_unary, prepare_unary},
+      {"Clip", check_unary, prepare_unary},
+      {"Sqrt", check_unary, prepare_unary},
+      {"Reciprocal", check_unary, prepare_unary},
+      {"Exp", check_unary, prepare_unary},
+      {"Log", check_unary, prepare_unary},
+      {"Abs", check_unary, prepare_unary},
+      {"Neg", check_unary, prepare_unary},
+      {"Erf", check_unary, prepare_unary},
+      {"Tanh", check_unary, prepare_unary},
+      {"LeakyRelu", check_unary, prepare_unary},
+      {"Elu", check_unary, prepare_unary},
+      {"HardSigmoid", check_unary, prepare_unary},
+      {"HardSwish", check_unary, prepare_unary},
+      {"Gelu", check_unary, prepare_unary},
+      {"Not", check_unary, prepare_unary},
+      // Pooling and normalisation.
+      {"MaxPool", check_pool, prepare_pool},
+      {"AveragePool", check_pool, prepare_pool},
+      {"GlobalAveragePool", check_global_pool, prepare_global_pool},
+      {"GlobalMaxPool", check_global_pool, prepare_global_pool},
+      {"BatchNormalization", check_batch_norm, prepare_batch_norm},
+      {"InstanceNormalization", check_instance_norm, prepare_instance_norm},
+      {"LayerNormalization", check_layer_norm, prepare_layer_norm},
+      {"Softmax", check_softmax, prepare_softmax},
+      {"LogSoftmax", check_softmax, prepare_softmax},
+      // Data movement.
+      {"Identity", check_copy, prepare_copy},
+      {"Reshape", check_copy, prepare_copy},
+      {"Flatten", check_copy, prepare_copy},
+      {"Squeeze", check_copy, prepare_copy},
+      {"Unsqueeze", check_copy, prepare_copy},
+      {"Dropout", check_copy, prepare_copy},
+      {"Concat", check_concat, prepare_concat},
+      {"Transpose", check_transpose, prepare_transpose},
+      {"Split", check_split, prepare_split},
+      {"Shape", check_shape, prepare_shape},
+      {"Slice", check_slice, prepare_slice},
+      {"Gather", check_gather, prepare_gather},
+      {"Expand", check_expand, prepare_expand},
+      {"Tile", check_tile, prepare_tile},
+      {"Pad", check_pad, prepare_pad},
+      {"ConstantOfShape", check_constant_of_shape, prepare_constant_of_shape},
+      {"Range", check_range, prepare_range},
+      {"Cast", check_cast, prepare_cast},
+      {"Resize", check_resize, prepare_resize},
+      // Reductions.
+      {"ReduceMean", check_reduce, prepare_reduce},
+      {"ReduceSum", check_reduce, prepare_reduce},
+      {"ReduceMax", check_reduce, prepare_reduce},
+      {"ReduceMin", check_reduce, prepare_reduce},
+      {"ArgMax", check_arg_reduce, prepare_arg_reduce},
+      {"ArgMin", check_arg_reduce, prepare_arg_reduce},
+  };
+  return table;
+}
+
+std::string validate_kernel_table() {
+  std::set<std::string> seen;
+  for (const KernelEntry& e : kernel_table()) {
+    if (!e.op || !e.check || !e.prepare) return "CPU kernel table has an incomplete entry";
+    if (!seen.insert(e.op).second) return std::string("CPU kernel table lists op ") + e.op + " twice";
+  }
+  return "";
+}
+
+const KernelEntry* find_kernel(const std::string& op) {
+  for (const KernelEntry& e : kernel_table()) {
+    if (op == e.op) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace kite::cpu

@@ -1,0 +1,281 @@
+// Binary elementwise ops with numpy broadcasting, and Where.
+//
+// Add, Sub, Mul, Div: float32, int32, int64 (integers wrap on overflow;
+// integer division truncates like C++, and a zero divisor gives 0 instead of
+// a trap). Pow: float32 base, float32/int32/int64 exponent. PRelu: float32.
+// Equal, Greater, Less: float32/int32/int64 (Equal also bool) -> bool.
+// And, Or: bool. Where: any dtype, bool condition.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "common.h"
+#include "kernels.h"
+
+namespace kite::cpu {
+namespace {
+
+using BinaryFn = void (*)(const BroadcastPlan& plan, const void* a, const void* b, void* out,
+                          ThreadPool& pool);
+
+template <typename T>
+T wrap_add(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+}
+template <typename T>
+T wrap_sub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+}
+template <typename T>
+T wrap_mul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+}
+
+struct AddOp {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) return wrap_add(a, b); else return a + b;
+  }
+};
+struct SubOp {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) return wrap_sub(a, b); else return a - b;
+  }
+};
+struct MulOp {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) return wrap_mul(a, b); else return a * b;
+  }
+};
+struct DivOp {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == 0) return 0;
+      if (b == -1) return wrap_sub(T(0), a);  // min / -1 wraps instead of trapping
+      return a / b;
+    } else {
+      return a / b;
+    }
+  }
+};
+struct PowOp {
+  template <typename E>
+  float operator()(float a, E b) const { return std::pow(a, static_cast<float>(b)); }
+};
+struct PReluOp {
+  float operator()(float x, float slope) const { return x < 0.0f ? x * slope : x; }
+};
+struct EqualOp {
+  template <typename T>
+  uint8_t operator()(T a, T b) const { return a == b; }
+};
+struct GreaterOp {
+  template <typename T>
+  uint8_t operator()(T a, T b) const { return a > b; }
+};
+struct LessOp {
+  template <typename T>
+  uint8_t operator()(T a, T b) const { return a < b; }
+};
+struct AndOp {
+  uint8_t operator()(uint8_t a, uint8_t b) const { return (a != 0) & (b != 0); }
+};
+struct OrOp {
+  uint8_t operator()(uint8_t a, uint8_t b) const { return (a != 0) | (b != 0); }
+};
+
+template <typename A, typename B, typename O, typename F>
+void run_binary(const BroadcastPlan& plan, const void* a_data, const void* b_data,
+                void* out_data, ThreadPool& pool) {
+  const A* a = static_cast<const A*>(a_data);
+  const B* b = static_cast<const B*>(b_data);
+  O* out = static_cast<O*>(out_data);
+  const F f{};
+  const int64_t n = plan.inner;
+  const int64_t sa = plan.inner_stride[0], sb = plan.inner_stride[1];
+  pool.parallel_for(plan.rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
+    plan.for_rows(begin, end, [&](const int64_t* off, int64_t o) {
+      const A* pa = a + off[0];
+      const B* pb = b + off[1];
+      O* po = out + o;
+      if (sa == 1 && sb == 1) {
+        for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+      } else if (sa == 0 && sb == 1) {
+        const A av = pa[0];
+        for (int64_t i = 0; i < n; ++i) po[i] = f(av, pb[i]);
+      } else if (sa == 1 && sb == 0) {
+        const B bv = pb[0];
+        for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], bv);
+      } else {
+        for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i * sa], pb[i * sb]);
+      }
+    });
+  });
+}
+
+template <typename F>
+BinaryFn arithmetic(kite_dtype d) {
+  switch (d) {
+    case KITE_DTYPE_FLOAT32: return run_binary<float, float, float, F>;
+    case KITE_DTYPE_INT32: return run_binary<int32_t, int32_t, int32_t, F>;
+    case KITE_DTYPE_INT64: return run_binary<int64_t, int64_t, int64_t, F>;
+    default: return nullptr;
+  }
+}
+
+template <typename F>
+BinaryFn comparison(kite_dtype d) {
+  switch (d) {
+    case KITE_DTYPE_FLOAT32: return run_binary<float, float, uint8_t, F>;
+    case KITE_DTYPE_INT32: return run_binary<int32_t, int32_t, uint8_t, F>;
+    case KITE_DTYPE_INT64: return run_binary<int64_t, int64_t, uint8_t, F>;
+    case KITE_DTYPE_BOOL: return run_binary<uint8_t, uint8_t, uint8_t, F>;
+    default: return nullptr;
+  }
+}
+
+// The kernel for (op, dtype of A, dtype of B), or null.
+BinaryFn select(const std::string& op, kite_dtype a, kite_dtype b) {
+  const bool same = a == b;
+  if (op == "Add" && same) return arithmetic<AddOp>(a);
+  if (op == "Sub" && same) return arithmetic<SubOp>(a);
+  if (op == "Mul" && same) return arithmetic<MulOp>(a);
+  if (op == "Div" && same) return arithmetic<DivOp>(a);
+  if (op == "Pow" && a == KITE_DTYPE_FLOAT32) {
+    if (b == KITE_DTYPE_FLOAT32) return run_binary<float, float, float, PowOp>;
+    if (b == KITE_DTYPE_INT32) return run_binary<float, int32_t, float, PowOp>;
+    if (b == KITE_DTYPE_INT64) return run_binary<float, int64_t, float, PowOp>;
+    return nullptr;
+  }
+  if (op == "PRelu" && same && a == KITE_DTYPE_FLOAT32) return run_binary<float, float, float, PReluOp>;
+  if (op == "Equal" && same) return comparison<EqualOp>(a);
+  if (op == "Greater" && same && a != KITE_DTYPE_BOOL) return comparison<GreaterOp>(a);
+  if (op == "Less" && same && a != KITE_DTYPE_BOOL) return comparison<LessOp>(a);
+  if (op == "And" && same && a == KITE_DTYPE_BOOL) return run_binary<uint8_t, uint8_t, uint8_t, AndOp>;
+  if (op == "Or" && same && a == KITE_DTYPE_BOOL) return run_binary<uint8_t, uint8_t, uint8_t, OrOp>;
+  return nullptr;
+}
+
+class BinaryKernel : public Kernel {
+ public:
+  BinaryKernel(BinaryFn fn, BroadcastPlan plan, const void* a, const void* b, void* out)
+      : fn_(fn), plan_(std::move(plan)), a_(a), b_(b), out_(out) {}
+  void run(ThreadPool& pool) override {
+    if (plan_.numel > 0) fn_(plan_, a_, b_, out_, pool);
+  }
+
+ private:
+  BinaryFn fn_;
+  BroadcastPlan plan_;
+  const void* a_;
+  const void* b_;
+  void* out_;
+};
+
+template <typename T>
+void run_where(const BroadcastPlan& plan, const uint8_t* cond, const void* x_data,
+               const void* y_data, void* out_data, ThreadPool& pool) {
+  const T* x = static_cast<const T*>(x_data);
+  const T* y = static_cast<const T*>(y_data);
+  T* out = static_cast<T*>(out_data);
+  const int64_t n = plan.inner;
+  const int64_t sc = plan.inner_stride[0], sx = plan.inner_stride[1], sy = plan.inner_stride[2];
+  pool.parallel_for(plan.rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
+    plan.for_rows(begin, end, [&](const int64_t* off, int64_t o) {
+      const uint8_t* pc = cond + off[0];
+      const T* px = x + off[1];
+      const T* py = y + off[2];
+      for (int64_t i = 0; i < n; ++i) out[o + i] = pc[i * sc] ? px[i * sx] : py[i * sy];
+    });
+  });
+}
+
+class WhereKernel : public Kernel {
+ public:
+  WhereKernel(size_t element_size, BroadcastPlan plan, const void* cond, const void* x,
+              const void* y, void* out)
+      : element_size_(element_size), plan_(std::move(plan)), cond_(cond), x_(x), y_(y),
+        out_(out) {}
+  void run(ThreadPool& pool) override {
+    if (plan_.numel == 0) return;
+    const uint8_t* c = static_cast<const uint8_t*>(cond_);
+    switch (element_size_) {
+      case 1: run_where<uint8_t>(plan_, c, x_, y_, out_, pool); break;
+      case 2: run_where<uint16_t>(plan_, c, x_, y_, out_, pool); break;
+      case 4: run_where<uint32_t>(plan_, c, x_, y_, out_, pool); break;
+      default: run_where<uint64_t>(plan_, c, x_, y_, out_, pool); break;
+    }
+  }
+
+ private:
+  size_t element_size_;
+  BroadcastPlan plan_;
+  const void* cond_;
+  const void* x_;
+  const void* y_;
+  void* out_;
+};
+
+}  // namespace
+
+std::string check_binary(const OpNode& op) {
+  if (op.inputs.size() < 2 || !op.has_input(0) || !op.has_input(1)) return "needs two inputs";
+  const kite_dtype a = op.inputs[0].dtype, b = op.inputs[1].dtype;
+  if (!select(op.op, a, b)) {
+    return std::string("the CPU kernel does not take dtypes ") + kite::ops::dtype_name(a) +
+           " and " + kite::ops::dtype_name(b);
+  }
+  return "";
+}
+
+std::unique_ptr<Kernel> prepare_binary(const KernelArgs& args, std::string* err) {
+  const OpNode& op = *args.op;
+  BinaryFn fn = select(op.op, op.inputs[0].dtype, op.inputs[1].dtype);
+  if (!fn) return prepare_error(err, op, check_binary(op));
+  const Shape out = output_shape(args, 0);
+  Shape joined;
+  if (!kite::ops::broadcast_shapes(op.inputs[0].shape, op.inputs[1].shape, &joined) ||
+      joined != out) {
+    return prepare_error(err, op, "inputs do not broadcast to the output shape");
+  }
+  return std::make_unique<BinaryKernel>(
+      fn, make_broadcast_plan(out, {&op.inputs[0].shape, &op.inputs[1].shape}),
+      args.input_data(0), args.input_data(1), args.output_data(0));
+}
+
+std::string check_where(const OpNode& op) {
+  if (op.inputs.size() < 3 || !op.has_input(0) || !op.has_input(1) || !op.has_input(2)) {
+    return "needs three inputs";
+  }
+  std::string why = expect_dtype(op, 0, {KITE_DTYPE_BOOL});
+  if (!why.empty()) return why;
+  const size_t size = kite::ops::dtype_size(op.inputs[1].dtype);
+  if (op.inputs[1].dtype != op.inputs[2].dtype ||
+      (size != 1 && size != 2 && size != 4 && size != 8)) {
+    return "X and Y must have one dtype";
+  }
+  return "";
+}
+
+std::unique_ptr<Kernel> prepare_where(const KernelArgs& args, std::string* err) {
+  const OpNode& op = *args.op;
+  const Shape out = output_shape(args, 0);
+  Shape xy, joined;
+  if (!kite::ops::broadcast_shapes(op.inputs[1].shape, op.inputs[2].shape, &xy) ||
+      !kite::ops::broadcast_shapes(op.inputs[0].shape, xy, &joined) || joined != out) {
+    return prepare_error(err, op, "inputs do not broadcast to the output shape");
+  }
+  return std::make_unique<WhereKernel>(
+      kite::ops::dtype_size(op.inputs[1].dtype),
+      make_broadcast_plan(out, {&op.inputs[0].shape, &op.inputs[1].shape, &op.inputs[2].shape}),
+      args.input_data(0), args.input_data(1), args.input_data(2), args.output_data(0));
+}
+
+}  // namespace kite::cpu

@@ -1,0 +1,475 @@
+// Conv and ConvTranspose (float32, 1 to 3 spatial dims, NC[D][H]W).
+//
+// Conv: im2col written straight into the GEMM's packed-B layout, then one
+// packed GEMM per group with the weights packed once at prepare time. Convs
+// whose output channels each read one input channel (depthwise) run a direct
+// loop instead. ConvTranspose: GEMM (W^T * X) then col2im.
+//
+// Geometry is always handled as 3-D: a 1-D or 2-D op gets leading dims of
+// size 1 (kernel 1, stride 1, no padding).
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "kernels.h"
+#include "sgemm.h"
+
+namespace kite::cpu {
+namespace {
+
+struct Geometry3 {
+  int64_t in[3] = {1, 1, 1};
+  int64_t out[3] = {1, 1, 1};
+  int64_t kernel[3] = {1, 1, 1};
+  int64_t stride[3] = {1, 1, 1};
+  int64_t dilation[3] = {1, 1, 1};
+  int64_t pad[3] = {0, 0, 0};  // begin pads; end pads only bound the output size
+  int64_t group = 1;
+
+  int64_t in_numel() const { return in[0] * in[1] * in[2]; }
+  int64_t out_numel() const { return out[0] * out[1] * out[2]; }
+  int64_t kernel_numel() const { return kernel[0] * kernel[1] * kernel[2]; }
+};
+
+bool to_geometry3(const kite::ops::WindowGeometry& g, Geometry3* out) {
+  const size_t r = g.input.size();
+  if (r < 1 || r > 3 || g.output.size() != r || g.kernel.size() != r || g.strides.size() != r ||
+      g.dilations.size() != r || g.pads_begin.size() != r) {
+    return false;
+  }
+  const size_t lead = 3 - r;
+  for (size_t i = 0; i < r; ++i) {
+    out->in[lead + i] = g.input[i];
+    out->out[lead + i] = g.output[i];
+    out->kernel[lead + i] = g.kernel[i];
+    out->stride[lead + i] = g.strides[i];
+    out->dilation[lead + i] = g.dilations[i];
+    out->pad[lead + i] = g.pads_begin[i];
+  }
+  out->group = g.group;
+  return true;
+}
+
+std::string check_float_conv(const OpNode& op) {
+  for (size_t i = 0; i < op.inputs.size() && i < 3; ++i) {
+    std::string why = expect_dtype(op, i, {KITE_DTYPE_FLOAT32});
+    if (!why.empty()) return why;
+  }
+  if (op.has_input(0)) {
+    const int r = op.inputs[0].rank();
+    if (r < 3 || r > 5) {
+      return input_label(op, 0) + " has " + std::to_string(r) +
+             " dims; the CPU kernel takes 1 to 3 spatial dims";
+    }
+  }
+  return "";
+}
+
+// Range of output positions o in [0, out) with 0 <= o*stride + offset < in.
+inline void valid_range(int64_t offset, int64_t stride, int64_t in, int64_t out, int64_t* lo,
+                        int64_t* hi) {
+  // o >= ceil(-offset / stride) and o <= floor((in - 1 - offset) / stride).
+  int64_t first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  int64_t last_excl;
+  if (in - 1 - offset < 0) {
+    last_excl = 0;
+  } else {
+    last_excl = (in - 1 - offset) / stride + 1;
+  }
+  *lo = std::min(first, out);
+  *hi = std::max(*lo, std::min(last_excl, out));
+}
+
+class ConvKernel : public Kernel {
+ public:
+  ConvKernel(const Geometry3& g, int64_t batch, int64_t channels, int64_t out_channels,
+             const float* x, const float* w, const float* bias, float* y, bool w_constant)
+      : g_(g), batch_(batch), channels_(channels), out_channels_(out_channels), x_(x), w_(w),
+        bias_(bias), y_(y), w_constant_(w_constant) {
+    cg_ = channels_ / g_.group;
+    mg_ = out_channels_ / g_.group;
+    k_ = cg_ * g_.kernel_numel();
+    pixels_ = g_.out_numel();
+    direct_ = cg_ == 1;
+    pointwise_ = g_.kernel_numel() == 1 && g_.pad[0] == 0 && g_.pad[1] == 0 && g_.pad[2] == 0 &&
+                 g_.stride[0] == 1 && g_.stride[1] == 1 && g_.stride[2] == 1;
+  }
+
+  void prepare() {
+    if (direct_) {
+      // Per kernel column, the output columns whose input column is inside.
+      width_ranges_.resize(static_cast<size_t>(g_.kernel[2]) * 2);
+      for (int64_t t = 0; t < g_.kernel[2]; ++t) {
+        valid_range(t * g_.dilation[2] - g_.pad[2], g_.stride[2], g_.in[2], g_.out[2],
+                    &width_ranges_[t * 2], &width_ranges_[t * 2 + 1]);
+      }
+      return;
+    }
+    packed_w_.resize(static_cast<size_t>(g_.group * sgemm::packed_a_floats(mg_, k_)));
+    if (w_constant_) pack_weights(nullptr);
+    col_.resize(static_cast<size_t>(g_.group * sgemm::packed_b_floats(k_, pixels_)));
+    if (!pointwise_) {
+      // Per output pixel, the input position of its window's corner.
+      corner_.resize(static_cast<size_t>(pixels_) * 3);
+      int64_t j = 0;
+      for (int64_t od = 0; od < g_.out[0]; ++od) {
+        for (int64_t oh = 0; oh < g_.out[1]; ++oh) {
+          for (int64_t ow = 0; ow < g_.out[2]; ++ow, ++j) {
+            corner_[j * 3 + 0] = od * g_.stride[0] - g_.pad[0];
+            corner_[j * 3 + 1] = oh * g_.stride[1] - g_.pad[1];
+            corner_[j * 3 + 2] = ow * g_.stride[2] - g_.pad[2];
+          }
+        }
+      }
+      // Per im2col row: input channel and kernel offsets.
+      rows_.resize(static_cast<size_t>(k_) * 4);
+      int64_t p = 0;
+      for (int64_t c = 0; c < cg_; ++c) {
+        for (int64_t kd = 0; kd < g_.kernel[0]; ++kd) {
+          for (int64_t kh = 0; kh < g_.kernel[1]; ++kh) {
+            for (int64_t kw = 0; kw < g_.kernel[2]; ++kw, ++p) {
+              rows_[p * 4 + 0] = c;
+              rows_[p * 4 + 1] = kd * g_.dilation[0];
+              rows_[p * 4 + 2] = kh * g_.dilation[1];
+              rows_[p * 4 + 3] = kw * g_.dilation[2];
+            }
+          }
+        }
+      }
+    }
+  }
+
+  void run(ThreadPool& pool) override {
+    if (batch_ == 0 || out_channels_ == 0 || pixels_ == 0) return;
+    if (direct_) {
+      run_direct(pool);
+      return;
+    }
+    if (!w_constant_) pack_weights(&pool);
+    const int64_t in_plane = g_.in_numel();
+    const int64_t col_group = sgemm::packed_b_floats(k_, pixels_);
+    const int64_t w_group = sgemm::packed_a_floats(mg_, k_);
+    for (int64_t n = 0; n < batch_; ++n) {
+      const float* xn = x_ + n * channels_ * in_plane;
+      float* yn = y_ + n * out_channels_ * pixels_;
+      if (pointwise_) {
+        for (int64_t g = 0; g < g_.group; ++g) {
+          sgemm::pack_b(xn + g * cg_ * in_plane, in_plane, 1, k_, pixels_,
+                        col_.data() + g * col_group, &pool);
+        }
+      } else {
+        im2col(xn, pool);
+      }
+      auto gemm_group = [&](int64_t g, ThreadPool* p) {
+        sgemm::gemm_packed(mg_, pixels_, k_, packed_w_.data() + g * w_group,
+                           col_.data() + g * col_group, yn + g * mg_ * pixels_, pixels_,
+                           bias_ ? bias_ + g * mg_ : nullptr, false, p);
+      };
+      if (g_.group >= pool.size() && g_.group > 1) {
+        pool.parallel_for(g_.group, 1, [&](int64_t b, int64_t e) {
+          for (int64_t g = b; g < e; ++g) gemm_group(g, nullptr);
+        });
+      } else {
+        for (int64_t g = 0; g < g_.group; ++g) gemm_group(g, &pool);
+      }
+    }
+  }
+
+ private:
+  void pack_weights(ThreadPool* pool) {
+    const int64_t w_group = sgemm::packed_a_floats(mg_, k_);
+    for (int64_t g = 0; g < g_.group; ++g) {
+      sgemm::pack_a(w_ + g * mg_ * k_, k_, 1, mg_, k_, 1.0f, packed_w_.data() + g * w_group, pool);
+    }
+  }
+
+  // Writes every group's im2col matrix in packed-B layout: panel by panel,
+  // each panel k_ rows of kNR columns.
+  void im2col(const float* xn, ThreadPool& pool) {
+    constexpr int64_t nr = sgemm::kNR;
+    const int64_t panels = (pixels_ + nr - 1) / nr;
+    const int64_t col_group = sgemm::packed_b_floats(k_, pixels_);
+    const int64_t D = g_.in[0], H = g_.in[1], W = g_.in[2];
+    const int64_t in_plane = g_.in_numel();
+    const int64_t sw = g_.stride[2];
+    pool.parallel_for(g_.group * panels, std::max<int64_t>(1, 2048 / std::max<int64_t>(k_, 1)),
+                      [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t g = t / panels;
+        const int64_t jp = t % panels;
+        const float* xg = xn + g * cg_ * in_plane;
+        float* dst = col_.data() + g * col_group + jp * k_ * nr;
+        const int64_t j0 = jp * nr;
+        const int64_t cols = std::min(nr, pixels_ - j0);
+        const int64_t* corner = corner_.data() + j0 * 3;
+        // The panel lies in one output row when its first and last columns
+        // share depth and height.
+        const bool one_row = cols == nr && corner[0] == corner[(nr - 1) * 3 + 0] &&
+                             corner[1] == corner[(nr - 1) * 3 + 1];
+        for (int64_t p = 0; p < k_; ++p, dst += nr) {
+          const int64_t* row = rows_.data() + p * 4;
+          const float* plane = xg + row[0] * in_plane;
+          if (one_row) {
+            const int64_t id = corner[0] + row[1];
+            const int64_t ih = corner[1] + row[2];
+            const int64_t iw0 = corner[2] + row[3];
+            if (id < 0 || id >= D || ih < 0 || ih >= H) {
+              for (int64_t c = 0; c < nr; ++c) dst[c] = 0.0f;
+              continue;
+            }
+            const float* src = plane + (id * H + ih) * W;
+            if (iw0 >= 0 && iw0 + (nr - 1) * sw < W) {
+              if (sw == 1) {
+                for (int64_t c = 0; c < nr; ++c) dst[c] = src[iw0 + c];
+              } else {
+                for (int64_t c = 0; c < nr; ++c) dst[c] = src[iw0 + c * sw];
+              }
+              continue;
+            }
+            for (int64_t c = 0; c < nr; ++c) {
+              const int64_t iw = iw0 + c * sw;
+              dst[c] = iw >= 0 && iw < W ? src[iw] : 0.0f;
+            }
+            continue;
+          }
+          for (int64_t c = 0; c < cols; ++c) {
+            const int64_t id = corner[c * 3 + 0] + row[1];
+            const int64_t ih = corner[c * 3 + 1] + row[2];
+            const int64_t iw = corner[c * 3 + 2] + row[3];
+            const bool inside = id >= 0 && id < D && ih >= 0 && ih < H && iw >= 0 && iw < W;
+            dst[c] = inside ? plane[(id * H + ih) * W + iw] : 0.0f;
+          }
+          for (int64_t c = cols; c < nr; ++c) dst[c] = 0.0f;
+        }
+      }
+    });
+  }
+
+  // One input channel per output channel: accumulate kernel taps row by row.
+  void run_direct(ThreadPool& pool) const {
+    const int64_t in_plane = g_.in_numel();
+    const int64_t kk = g_.kernel_numel();
+    const int64_t OD = g_.out[0], OH = g_.out[1], OW = g_.out[2];
+    const int64_t H = g_.in[1], W = g_.in[2];
+    pool.parallel_for(batch_ * out_channels_, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t n = t / out_channels_;
+        const int64_t m = t % out_channels_;
+        const int64_t c = m / mg_;  // input channel (cg_ == 1)
+        const float* plane = x_ + (n * channels_ + c) * in_plane;
+        const float* wm = w_ + m * kk;
+        float* out = y_ + t * pixels_;
+        const float b = bias_ ? bias_[m] : 0.0f;
+        for (int64_t i = 0; i < pixels_; ++i) out[i] = b;
+        for (int64_t od = 0; od < OD; ++od) {
+          for (int64_t oh = 0; oh < OH; ++oh) {
+            float* orow = out + (od * OH + oh) * OW;
+            for (int64_t kd = 0; kd < g_.kernel[0]; ++kd) {
+              const int64_t id = od * g_.stride[0] - g_.pad[0] + kd * g_.dilation[0];
+              if (id < 0 || id >= g_.in[0]) continue;
+              for (int64_t kh = 0; kh < g_.kernel[1]; ++kh) {
+                const int64_t ih = oh * g_.stride[1] - g_.pad[1] + kh * g_.dilation[1];
+                if (ih < 0 || ih >= H) continue;
+                const float* irow = plane + (id * H + ih) * W;
+                for (int64_t kw = 0; kw < g_.kernel[2]; ++kw) {
+                  const float wv = wm[(kd * g_.kernel[1] + kh) * g_.kernel[2] + kw];
+                  const int64_t lo = width_ranges_[kw * 2], hi = width_ranges_[kw * 2 + 1];
+                  const int64_t off = kw * g_.dilation[2] - g_.pad[2];
+                  if (g_.stride[2] == 1) {
+                    const float* src = irow + off;
+                    for (int64_t ow = lo; ow < hi; ++ow) orow[ow] += wv * src[ow];
+                  } else {
+                    const int64_t s = g_.stride[2];
+                    for (int64_t ow = lo; ow < hi; ++ow) orow[ow] += wv * irow[ow * s + off];
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    });
+  }
+
+  Geometry3 g_;
+  int64_t batch_, channels_, out_channels_;
+  const float* x_;
+  const float* w_;
+  const float* bias_;
+  float* y_;
+  bool w_constant_;
+  int64_t cg_ = 0, mg_ = 0, k_ = 0, pixels_ = 0;
+  bool direct_ = false, pointwise_ = false;
+  std::vector<float> packed_w_;
+  std::vector<float> col_;
+  std::vector<int64_t> corner_;
+  std::vector<int64_t> rows_;
+  std::vector<int64_t> width_ranges_;
+};
+
+class ConvTransposeKernel : public Kernel {
+ public:
+  ConvTransposeKernel(const Geometry3& g, int64_t batch, int64_t channels, int64_t out_channels,
+                      const float* x, const float* w, const float* bias, float* y,
+                      bool w_constant)
+      : g_(g), batch_(batch), channels_(channels), out_channels_(out_channels), x_(x), w_(w),
+        bias_(bias), y_(y), w_constant_(w_constant) {
+    cg_ = channels_ / g_.group;
+    mg_ = out_channels_ / g_.group;
+    kk_ = g_.kernel_numel();
+    in_pixels_ = g_.in_numel();
+    out_pixels_ = g_.out_numel();
+  }
+
+  void prepare() {
+    packed_w_.resize(static_cast<size_t>(g_.group * sgemm::packed_a_floats(mg_ * kk_, cg_)));
+    if (w_constant_) pack_weights(nullptr);
+    packed_x_.resize(static_cast<size_t>(sgemm::packed_b_floats(cg_, in_pixels_)));
+    col_.resize(static_cast<size_t>(mg_ * kk_ * in_pixels_));
+  }
+
+  void run(ThreadPool& pool) override {
+    if (batch_ == 0 || out_channels_ == 0 || out_pixels_ == 0) return;
+    if (!w_constant_) pack_weights(&pool);
+    const int64_t w_group = sgemm::packed_a_floats(mg_ * kk_, cg_);
+    for (int64_t n = 0; n < batch_; ++n) {
+      for (int64_t g = 0; g < g_.group; ++g) {
+        const float* xg = x_ + (n * channels_ + g * cg_) * in_pixels_;
+        float* yg = y_ + (n * out_channels_ + g * mg_) * out_pixels_;
+        sgemm::pack_b(xg, in_pixels_, 1, cg_, in_pixels_, packed_x_.data(), &pool);
+        sgemm::gemm_packed(mg_ * kk_, in_pixels_, cg_, packed_w_.data() + g * w_group,
+                           packed_x_.data(), col_.data(), in_pixels_, nullptr, false, &pool);
+        const float* bias = bias_ ? bias_ + g * mg_ : nullptr;
+        pool.parallel_for(mg_, 1, [&](int64_t begin, int64_t end) {
+          for (int64_t m = begin; m < end; ++m) col2im(m, bias, yg + m * out_pixels_);
+        });
+      }
+    }
+  }
+
+ private:
+  void pack_weights(ThreadPool* pool) {
+    // W is (C, Mg, k...); group g's A = W_g^T has rows (m, tap) and columns c.
+    const int64_t rows = mg_ * kk_;
+    const int64_t w_group = sgemm::packed_a_floats(rows, cg_);
+    for (int64_t g = 0; g < g_.group; ++g) {
+      sgemm::pack_a(w_ + g * cg_ * rows, 1, rows, rows, cg_, 1.0f,
+                    packed_w_.data() + g * w_group, pool);
+    }
+  }
+
+  void col2im(int64_t m, const float* bias, float* out) const {
+    const float b = bias ? bias[m] : 0.0f;
+    for (int64_t i = 0; i < out_pixels_; ++i) out[i] = b;
+    const int64_t OD = g_.out[0], OH = g_.out[1], OW = g_.out[2];
+    const int64_t D = g_.in[0], H = g_.in[1], W = g_.in[2];
+    int64_t tap = 0;
+    for (int64_t kd = 0; kd < g_.kernel[0]; ++kd) {
+      for (int64_t kh = 0; kh < g_.kernel[1]; ++kh) {
+        for (int64_t kw = 0; kw < g_.kernel[2]; ++kw, ++tap) {
+          const float* src = col_.data() + (m * kk_ + tap) * in_pixels_;
+          const int64_t off_w = kw * g_.dilation[2] - g_.pad[2];
+          for (int64_t id = 0; id < D; ++id) {
+            const int64_t od = id * g_.stride[0] - g_.pad[0] + kd * g_.dilation[0];
+            if (od < 0 || od >= OD) continue;
+            for (int64_t ih = 0; ih < H; ++ih) {
+              const int64_t oh = ih * g_.stride[1] - g_.pad[1] + kh * g_.dilation[1];
+              if (oh < 0 || oh >= OH) continue;
+              float* orow = out + (od * OH + oh) * OW;
+              const float* srow = src + (id * H + ih) * W;
+              for (int64_t iw = 0; iw < W; ++iw) {
+                const int64_t ow = iw * g_.stride[2] + off_w;
+                if (ow >= 0 && ow < OW) orow[ow] += srow[iw];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+
+  Geometry3 g_;
+  int64_t batch_, channels_, out_channels_;
+  const float* x_;
+  const float* w_;
+  const float* bias_;
+  float* y_;
+  bool w_constant_;
+  int64_t cg_ = 0, mg_ = 0, kk_ = 0, in_pixels_ = 0, out_pixels_ = 0;
+  std::vector<float> packed_w_;
+  std::vector<float> packed_x_;
+  std::vector<float> col_;
+};
+
+// Shared prepare steps: geometry, and the output shape it implies.
+bool conv_geometry(const KernelArgs& args, Geometry3* g, int64_t out_channels,
+                   std::string* err) {
+  const OpNode& op = *args.op;
+  kite::ops::WindowGeometry wg;
+  std::string why;
+  if (!kite::ops::window_geometry(op, &wg, &why)) {
+    *err = why;
+    return false;
+  }
+  if (!to_geometry3(wg, g)) {
+    prepare_error(err, op, "window geometry has an unexpected rank");
+    return false;
+  }
+  const Shape x = op.inputs[0].shape;
+  Shape expected = {x[0], out_channels};
+  expected.insert(expected.end(), wg.output.begin(), wg.output.end());
+  if (!has_output(args, 0) || output_shape(args, 0) != expected) {
+    prepare_error(err, op, "output shape disagrees with the window geometry " +
+                               kite::ops::shape_string(expected));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string check_conv(const OpNode& op) { return check_float_conv(op); }
+
+std::unique_ptr<Kernel> prepare_conv(const KernelArgs& args, std::string* err) {
+  const OpNode& op = *args.op;
+  const Shape& x = op.inputs[0].shape;
+  const Shape& w = op.inputs[1].shape;
+  Geometry3 g;
+  if (!conv_geometry(args, &g, w[0], err)) return nullptr;
+  if (g.group <= 0 || x[1] % g.group != 0 || w[0] % g.group != 0 || w[1] * g.group != x[1]) {
+    return prepare_error(err, op, "channels do not match group " + std::to_string(g.group));
+  }
+  const float* bias = op.has_input(2) ? static_cast<const float*>(args.input_data(2)) : nullptr;
+  auto kernel = std::make_unique<ConvKernel>(
+      g, x[0], x[1], w[0], static_cast<const float*>(args.input_data(0)),
+      static_cast<const float*>(args.input_data(1)), bias,
+      static_cast<float*>(args.output_data(0)), args.node->inputs[1]->is_constant != 0);
+  kernel->prepare();
+  return kernel;
+}
+
+std::string check_conv_transpose(const OpNode& op) { return check_float_conv(op); }
+
+std::unique_ptr<Kernel> prepare_conv_transpose(const KernelArgs& args, std::string* err) {
+  const OpNode& op = *args.op;
+  const Shape& x = op.inputs[0].shape;
+  const Shape& w = op.inputs[1].shape;
+  Geometry3 g;
+  const int64_t group = op.attr_int("group", 1);
+  if (group <= 0) return prepare_error(err, op, "group must be positive");
+  if (!conv_geometry(args, &g, w[1] * group, err)) return nullptr;
+  if (x[1] % g.group != 0 || w[0] != x[1]) {
+    return prepare_error(err, op, "channels do not match group " + std::to_string(g.group));
+  }
+  const float* bias = op.has_input(2) ? static_cast<const float*>(args.input_data(2)) : nullptr;
+  auto kernel = std::make_unique<ConvTransposeKernel>(
+      g, x[0], x[1], w[1] * g.group, static_cast<const float*>(args.input_data(0)),
+      static_cast<const float*>(args.input_data(1)), bias,
+      static_cast<float*>(args.output_data(0)), args.node->inputs[1]->is_constant != 0);
+  kernel->prepare();
+  return kernel;
+}
+
+}  // namespace kite::cpu

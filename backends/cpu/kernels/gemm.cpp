@@ -1,0 +1,254 @@
+// Gemm and MatMul (float32) on the packed GEMM of sgemm.h.
+//
+// Both are a batch of products C_b = alpha * A_b * B_b where each operand is
+// a strided view into its tensor. A constant operand (weights) is packed once
+// at prepare; the other is packed at run into buffers allocated at prepare.
+// Batches run one after another with the GEMM parallelised inside, or, when
+// there are at least as many batches as threads, side by side on "lanes"
+// that each own a packing buffer.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "kernels.h"
+#include "sgemm.h"
+
+namespace kite::cpu {
+namespace {
+
+struct Operand {
+  const float* data = nullptr;
+  bool constant = false;
+  int64_t row_stride = 0;  // between rows of the (m x k) or (k x n) view
+  int64_t col_stride = 0;
+  std::vector<int64_t> offsets;  // per output batch: offset of its matrix
+  std::vector<int64_t> slots;    // per output batch: which pre-packed matrix (constant)
+};
+
+class MatrixProductKernel : public Kernel {
+ public:
+  MatrixProductKernel(int64_t m, int64_t n, int64_t k, float alpha, Operand a, Operand b,
+                      float* c, int threads)
+      : m_(m), n_(n), k_(k), alpha_(alpha), a_(std::move(a)), b_(std::move(b)), c_(c) {
+    batches_ = static_cast<int64_t>(a_.offsets.size());
+    lanes_ = threads > 1 && batches_ >= threads ? threads : 1;
+  }
+
+  // Gemm's C input: Y = beta * C (broadcast) before accumulating alpha*A*B.
+  void set_addend(const float* c_in, const Shape& c_shape, float beta) {
+    addend_ = c_in;
+    beta_ = beta;
+    addend_plan_ = make_broadcast_plan({m_, n_}, {&c_shape});
+  }
+
+  void prepare() {
+    const int64_t a_size = sgemm::packed_a_floats(m_, k_);
+    const int64_t b_size = sgemm::packed_b_floats(k_, n_);
+    if (a_.constant) pre_pack(a_, a_size, true);
+    if (b_.constant) pre_pack(b_, b_size, false);
+    if (!a_.constant) work_a_.resize(static_cast<size_t>(lanes_ * a_size));
+    if (!b_.constant) work_b_.resize(static_cast<size_t>(lanes_ * b_size));
+  }
+
+  void run(ThreadPool& pool) override {
+    if (m_ == 0 || n_ == 0 || batches_ == 0) return;
+    if (addend_) fill_addend(pool);
+    if (lanes_ == 1) {
+      for (int64_t batch = 0; batch < batches_; ++batch) product(batch, 0, &pool);
+      return;
+    }
+    pool.parallel_for(lanes_, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t lane = begin; lane < end; ++lane) {
+        for (int64_t batch = lane; batch < batches_; batch += lanes_) {
+          product(batch, lane, nullptr);
+        }
+      }
+    });
+  }
+
+ private:
+  void pre_pack(Operand& op, int64_t size, bool is_a) {
+    // Distinct matrices only: broadcast batches share one packed copy.
+    std::vector<int64_t> distinct;
+    op.slots.resize(op.offsets.size());
+    for (size_t i = 0; i < op.offsets.size(); ++i) {
+      auto it = std::find(distinct.begin(), distinct.end(), op.offsets[i]);
+      op.slots[i] = it - distinct.begin();
+      if (it == distinct.end()) distinct.push_back(op.offsets[i]);
+    }
+    std::vector<float>& packed = is_a ? packed_a_ : packed_b_;
+    packed.resize(static_cast<size_t>(distinct.size() * size));
+    for (size_t s = 0; s < distinct.size(); ++s) {
+      if (is_a) {
+        sgemm::pack_a(op.data + distinct[s], op.row_stride, op.col_stride, m_, k_, alpha_,
+                      packed.data() + s * size, nullptr);
+      } else {
+        sgemm::pack_b(op.data + distinct[s], op.row_stride, op.col_stride, k_, n_,
+                      packed.data() + s * size, nullptr);
+      }
+    }
+  }
+
+  void product(int64_t batch, int64_t lane, ThreadPool* pool) {
+    const int64_t a_size = sgemm::packed_a_floats(m_, k_);
+    const int64_t b_size = sgemm::packed_b_floats(k_, n_);
+    const float* pa;
+    const float* pb;
+    if (a_.constant) {
+      pa = packed_a_.data() + a_.slots[batch] * a_size;
+    } else {
+      float* w = work_a_.data() + lane * a_size;
+      sgemm::pack_a(a_.data + a_.offsets[batch], a_.row_stride, a_.col_stride, m_, k_, alpha_, w,
+                    pool);
+      pa = w;
+    }
+    if (b_.constant) {
+      pb = packed_b_.data() + b_.slots[batch] * b_size;
+    } else {
+      float* w = work_b_.data() + lane * b_size;
+      sgemm::pack_b(b_.data + b_.offsets[batch], b_.row_stride, b_.col_stride, k_, n_, w, pool);
+      pb = w;
+    }
+    sgemm::gemm_packed(m_, n_, k_, pa, pb, c_ + batch * m_ * n_, n_, nullptr, addend_ != nullptr,
+                       pool);
+  }
+
+  void fill_addend(ThreadPool& pool) {
+    const BroadcastPlan& plan = addend_plan_;
+    const float beta = beta_;
+    const float* src = addend_;
+    float* dst = c_;
+    pool.parallel_for(plan.rows, rows_per_chunk(plan.inner), [&](int64_t begin, int64_t end) {
+      plan.for_rows(begin, end, [&](const int64_t* off, int64_t out) {
+        const int64_t s = plan.inner_stride[0];
+        for (int64_t i = 0; i < plan.inner; ++i) dst[out + i] = beta * src[off[0] + i * s];
+      });
+    });
+  }
+
+  int64_t m_, n_, k_;
+  float alpha_;
+  Operand a_, b_;
+  float* c_;
+  int64_t batches_ = 0;
+  int64_t lanes_ = 1;
+  const float* addend_ = nullptr;
+  float beta_ = 0.0f;
+  BroadcastPlan addend_plan_;
+  std::vector<float> packed_a_, packed_b_, work_a_, work_b_;
+};
+
+}  // namespace
+
+std::string check_gemm(const OpNode& op) {
+  for (size_t i = 0; i < 3; ++i) {
+    std::string why = expect_dtype(op, i, {KITE_DTYPE_FLOAT32});
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
+std::unique_ptr<Kernel> prepare_gemm(const KernelArgs& args, std::string* err) {
+  const OpNode& op = *args.op;
+  const Shape& a = op.inputs[0].shape;
+  const Shape& b = op.inputs[1].shape;
+  if (a.size() != 2 || b.size() != 2) return prepare_error(err, op, "A and B must be 2-D");
+  const bool trans_a = op.attr_int("transA", 0) != 0;
+  const bool trans_b = op.attr_int("transB", 0) != 0;
+  const float alpha = op.attr_float("alpha", 1.0f);
+  const float beta = op.attr_float("beta", 1.0f);
+  const int64_t m = trans_a ? a[1] : a[0];
+  const int64_t k = trans_a ? a[0] : a[1];
+  const int64_t n = trans_b ? b[0] : b[1];
+  if ((trans_b ? b[1] : b[0]) != k) return prepare_error(err, op, "inner dimensions differ");
+  if (!has_output(args, 0) || output_shape(args, 0) != Shape{m, n}) {
+    return prepare_error(err, op, "output shape is not " + kite::ops::shape_string({m, n}));
+  }
+  Operand oa, ob;
+  oa.data = static_cast<const float*>(args.input_data(0));
+  oa.constant = args.node->inputs[0]->is_constant != 0;
+  oa.row_stride = trans_a ? 1 : k;
+  oa.col_stride = trans_a ? m : 1;
+  oa.offsets = {0};
+  ob.data = static_cast<const float*>(args.input_data(1));
+  ob.constant = args.node->inputs[1]->is_constant != 0;
+  ob.row_stride = trans_b ? 1 : n;
+  ob.col_stride = trans_b ? k : 1;
+  ob.offsets = {0};
+  auto kernel = std::make_unique<MatrixProductKernel>(
+      m, n, k, alpha, std::move(oa), std::move(ob), static_cast<float*>(args.output_data(0)),
+      args.threads);
+  if (op.has_input(2) && beta != 0.0f) {
+    Shape c_shape = op.inputs[2].shape;
+    Shape joined;
+    if (!kite::ops::broadcast_shapes(c_shape, {m, n}, &joined) || joined != Shape{m, n}) {
+      return prepare_error(err, op, "C does not broadcast to " + kite::ops::shape_string({m, n}));
+    }
+    kernel->set_addend(static_cast<const float*>(args.input_data(2)), c_shape, beta);
+  }
+  kernel->prepare();
+  return kernel;
+}
+
+std::string check_matmul(const OpNode& op) {
+  for (size_t i = 0; i < 2; ++i) {
+    std::string why = expect_dtype(op, i, {KITE_DTYPE_FLOAT32});
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
+std::unique_ptr<Kernel> prepare_matmul(const KernelArgs& args, std::string* err) {
+  const OpNode& op = *args.op;
+  Shape a = op.inputs[0].shape;
+  Shape b = op.inputs[1].shape;
+  if (a.empty() || b.empty()) return prepare_error(err, op, "operands must have at least 1 dim");
+  const bool a_vector = a.size() == 1;
+  const bool b_vector = b.size() == 1;
+  if (a_vector) a.insert(a.begin(), 1);
+  if (b_vector) b.push_back(1);
+  const int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
+  if (b[b.size() - 2] != k) return prepare_error(err, op, "inner dimensions differ");
+  const Shape a_batch(a.begin(), a.end() - 2);
+  const Shape b_batch(b.begin(), b.end() - 2);
+  Shape batch;
+  if (!kite::ops::broadcast_shapes(a_batch, b_batch, &batch)) {
+    return prepare_error(err, op, "batch dims do not broadcast");
+  }
+  Shape expected = batch;
+  if (!a_vector) expected.push_back(m);
+  if (!b_vector) expected.push_back(n);
+  if (!has_output(args, 0) || output_shape(args, 0) != expected) {
+    return prepare_error(err, op, "output shape is not " + kite::ops::shape_string(expected));
+  }
+  // Offsets of each output batch's operand matrices (numpy broadcasting).
+  const int64_t batches = shape_numel(batch);
+  Operand oa, ob;
+  oa.offsets.resize(static_cast<size_t>(batches));
+  ob.offsets.resize(static_cast<size_t>(batches));
+  if (batches > 0) {
+    const BroadcastPlan plan = make_broadcast_plan(batch, {&a_batch, &b_batch});
+    plan.for_rows(0, plan.rows, [&](const int64_t* off, int64_t out) {
+      for (int64_t i = 0; i < plan.inner; ++i) {
+        oa.offsets[out + i] = (off[0] + i * plan.inner_stride[0]) * m * k;
+        ob.offsets[out + i] = (off[1] + i * plan.inner_stride[1]) * k * n;
+      }
+    });
+  }
+  oa.data = static_cast<const float*>(args.input_data(0));
+  oa.constant = args.node->inputs[0]->is_constant != 0;
+  oa.row_stride = k;
+  oa.col_stride = 1;
+  ob.data = static_cast<const float*>(args.input_data(1));
+  ob.constant = args.node->inputs[1]->is_constant != 0;
+  ob.row_stride = n;
+  ob.col_stride = 1;
+  auto kernel = std::make_unique<MatrixProductKernel>(
+      m, n, k, 1.0f, std::move(oa), std::move(ob), static_cast<float*>(args.output_data(0)),
+      args.threads);
+  kernel->prepare();
+  return kernel;
+}
+
+}  // namespace kite::cpu

@@ -1,0 +1,256 @@
+// MaxPool, AveragePool (float32, 1 to 3 spatial dims; pads, strides,
+// dilations, ceil_mode through the window geometry; MaxPool's optional
+// Indices output), GlobalAveragePool and GlobalMaxPool.
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "kernels.h"
+
+namespace kite::cpu {
+namespace {
+
+// Per spatial axis and output position: the kernel taps [lo, hi) that land
+// inside the input, the input position of tap 0, and the number of taps
+// inside the padded extent (AveragePool's count_include_pad divisor).
+struct AxisWindows {
+  int64_t in = 1, out = 1, dilation = 1;
+  std::vector<int64_t> lo, hi, start, padded;
+};
+
+AxisWindows axis_windows(int64_t in, int64_t out, int64_t kernel, int64_t stride,
+                         int64_t dilation, int64_t pad_begin, int64_t pad_end) {
+  AxisWindows w;
+  w.in = in;
+  w.out = out;
+  w.dilation = dilation;
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t start = o * stride - pad_begin;
+    int64_t lo = 0, hi = 0, padded = 0;
+    bool any = false;
+    for (int64_t t = 0; t < kernel; ++t) {
+      const int64_t pos = start + t * dilation;
+      if (pos >= -pad_begin && pos < in + pad_end) ++padded;
+      if (pos >= 0 && pos < in) {
+        if (!any) lo = t;
+        hi = t + 1;
+        any = true;
+      }
+    }
+    w.lo.push_back(lo);
+    w.hi.push_back(hi);
+    w.start.push_back(start);
+    w.padded.push_back(padded);
+  }
+  return w;
+}
+
+class PoolKernel : public Kernel {
+ public:
+  enum class Mode { kMax, kAverage };
+
+  PoolKernel(Mode mode, int64_t planes, AxisWindows axes[3], bool include_pad,
+             bool column_major_indices, const float* x, float* y, int64_t* indices)
+      : mode_(mode), planes_(planes), include_pad_(include_pad),
+        column_major_(column_major_indices), x_(x), y_(y), indices_(indices) {
+    for (int a = 0; a < 3; ++a) axes_[a] = axes[a];
+  }
+
+  void run(ThreadPool& pool) override {
+    const int64_t in_plane = axes_[0].in * axes_[1].in * axes_[2].in;
+    const int64_t out_plane = axes_[0].out * axes_[1].out * axes_[2].out;
+    if (planes_ == 0 || out_plane == 0) return;
+    pool.parallel_for(planes_, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t plane = begin; plane < end; ++plane) {
+        const float* x = x_ + plane * in_plane;
+        float* y = y_ + plane * out_plane;
+        int64_t* idx = indices_ ? indices_ + plane * out_plane : nullptr;
+        if (mode_ == Mode::kMax) {
+          max_plane(x, y, idx, plane * in_plane);
+        } else {
+          average_plane(x, y);
+        }
+      }
+    });
+  }
+
+ private:
+  void max_plane(const float* x, float* y, int64_t* idx, int64_t plane_offset) const {
+    const AxisWindows &ad = axes_[0], &ah = axes_[1], &aw = axes_[2];
+    const int64_t H = ah.in, W = aw.in, D = ad.in;
+    int64_t o = 0;
+    for (int64_t od = 0; od < ad.out; ++od) {
+      for (int64_t oh = 0; oh < ah.out; ++oh) {
+        for (int64_t ow = 0; ow < aw.out; ++ow, ++o) {
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t best_pos = -1;
+          for (int64_t td = ad.lo[od]; td < ad.hi[od]; ++td) {
+            const int64_t id = ad.start[od] + td * ad.dilation;
+            for (int64_t th = ah.lo[oh]; th < ah.hi[oh]; ++th) {
+              const int64_t ih = ah.start[oh] + th * ah.dilation;
+              const float* row = x + (id * H + ih) * W;
+              for (int64_t tw = aw.lo[ow]; tw < aw.hi[ow]; ++tw) {
+                const int64_t iw = aw.start[ow] + tw * aw.dilation;
+                const float v = row[iw];
+                if (v > best || best_pos < 0) {
+                  best = v;
+                  best_pos = column_major_ ? (iw * H + ih) * D + id : (id * H + ih) * W + iw;
+                }
+              }
+            }
+          }
+          y[o] = best;
+          if (idx) idx[o] = best_pos < 0 ? -1 : plane_offset + best_pos;
+        }
+      }
+    }
+  }
+
+  void average_plane(const float* x, float* y) const {
+    const AxisWindows &ad = axes_[0], &ah = axes_[1], &aw = axes_[2];
+    const int64_t H = ah.in, W = aw.in;
+    int64_t o = 0;
+    for (int64_t od = 0; od < ad.out; ++od) {
+      for (int64_t oh = 0; oh < ah.out; ++oh) {
+        for (int64_t ow = 0; ow < aw.out; ++ow, ++o) {
+          float sum = 0.0f;
+          for (int64_t td = ad.lo[od]; td < ad.hi[od]; ++td) {
+            const int64_t id = ad.start[od] + td * ad.dilation;
+            for (int64_t th = ah.lo[oh]; th < ah.hi[oh]; ++th) {
+              const int64_t ih = ah.start[oh] + th * ah.dilation;
+              const float* row = x + (id * H + ih) * W;
+              for (int64_t tw = aw.lo[ow]; tw < aw.hi[ow]; ++tw) {
+                sum += row[aw.start[ow] + tw * aw.dilation];
+              }
+            }
+          }
+          const int64_t count =
+              include_pad_ ? ad.padded[od] * ah.padded[oh] * aw.padded[ow]
+                           : (ad.hi[od] - ad.lo[od]) * (ah.hi[oh] - ah.lo[oh]) * (aw.hi[ow] - aw.lo[ow]);
+          y[o] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
+        }
+      }
+    }
+  }
+
+  Mode mode_;
+  int64_t planes_;
+  AxisWindows axes_[3];
+  bool include_pad_;
+  bool column_major_;
+  const float* x_;
+  float* y_;
+  int64_t* indices_;
+};
+
+class GlobalPoolKernel : public Kernel {
+ public:
+  GlobalPoolKernel(bool max, int64_t planes, int64_t plane_size, const float* x, float* y)
+      : max_(max), planes_(planes), plane_size_(plane_size), x_(x), y_(y) {}
+
+  void run(ThreadPool& pool) override {
+    pool.parallel_for(planes_, rows_per_chunk(plane_size_), [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        const float* x = x_ + p * plane_size_;
+        if (max_) {
+          float best = -std::numeric_limits<float>::infinity();
+          for (int64_t i = 0; i < plane_size_; ++i) best = std::max(best, x[i]);
+          y_[p] = best;
+        } else {
+          float sum = 0.0f;
+          for (int64_t i = 0; i < plane_size_; ++i) sum += x[i];
+          y_[p] = plane_size_ > 0 ? sum / static_cast<float>(plane_size_) : 0.0f;
+        }
+      }
+    });
+  }
+
+ private:
+  bool max_;
+  int64_t planes_, plane_size_;
+  const float* x_;
+  float* y_;
+};
+
+std::string check_pool_input(const OpNode& op, int min_rank, int max_rank) {
+  if (op.inputs.empty() || !op.has_input(0)) return "needs an input";
+  std::string why = expect_dtype(op, 0, {KITE_DTYPE_FLOAT32});
+  if (!why.empty()) return why;
+  const int r = op.inputs[0].rank();
+  if (r < min_rank || r > max_rank) {
+    return input_label(op, 0) + " has " + std::to_string(r) + " dims, the CPU kernel takes " +
+           std::to_string(min_rank) + " to " + std::to_string(max_rank);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string check_pool(const OpNode& op) {
+  return check_pool_input(op, 3, 5);
+}
+
+std::unique_ptr<Kernel> prepare_pool(const KernelArgs& args, std::string* err) {
+  const OpNode& op = *args.op;
+  kite::ops::WindowGeometry g;
+  std::string why;
+  if (!kite::ops::window_geometry(op, &g, &why)) {
+    *err = why;
+    return nullptr;
+  }
+  const Shape& x = op.inputs[0].shape;
+  const size_t r = g.input.size();
+  if (r < 1 || r > 3 || g.output.size() != r || g.kernel.size() != r || g.strides.size() != r ||
+      g.dilations.size() != r || g.pads_begin.size() != r || g.pads_end.size() != r) {
+    return prepare_error(err, op, "window geometry has an unexpected rank");
+  }
+  Shape expected = {x[0], x[1]};
+  expected.insert(expected.end(), g.output.begin(), g.output.end());
+  if (!has_output(args, 0) || output_shape(args, 0) != expected) {
+    return prepare_error(err, op, "output shape disagrees with the window geometry " +
+                                      kite::ops::shape_string(expected));
+  }
+  AxisWindows axes[3];
+  const size_t lead = 3 - r;
+  for (size_t i = 0; i < r; ++i) {
+    axes[lead + i] = axis_windows(g.input[i], g.output[i], g.kernel[i], g.strides[i],
+                                  g.dilations[i], g.pads_begin[i], g.pads_end[i]);
+  }
+  for (size_t i = 0; i < lead; ++i) axes[i] = axis_windows(1, 1, 1, 1, 1, 0, 0);
+  const bool is_max = op.op == "MaxPool";
+  int64_t* indices = nullptr;
+  if (is_max && has_output(args, 1)) {
+    if (output_dtype(args, 1) != KITE_DTYPE_INT64 || output_shape(args, 1) != expected) {
+      return prepare_error(err, op, "Indices output must be int64 " +
+                                        kite::ops::shape_string(expected));
+    }
+    indices = static_cast<int64_t*>(args.output_data(1));
+  }
+  const bool column_major = is_max && op.attr_int("storage_order", 0) != 0;
+  return std::make_unique<PoolKernel>(
+      is_max ? PoolKernel::Mode::kMax : PoolKernel::Mode::kAverage, x[0] * x[1], axes,
+      op.attr_int("count_include_pad", 0) != 0, column_major,
+      static_cast<const float*>(args.input_data(0)), static_cast<float*>(args.output_data(0)),
+      indices);
+}
+
+std::string check_global_pool(const OpNode& op) { return check_pool_input(op, 3, KITE_MAX_RANK); }
+
+std::unique_ptr<Kernel> prepare_global_pool(const KernelArgs& args, std::string* err) {
+  const OpNode& op = *args.op;
+  const Shape& x = op.inputs[0].shape;
+  Shape expected(x.size(), 1);
+  expected[0] = x[0];
+  expected[1] = x[1];
+  if (!has_output(args, 0) || output_shape(args, 0) != expected) {
+    return prepare_error(err, op, "output shape is not " + kite::ops::shape_string(expected));
+  }
+  return std::make_unique<GlobalPoolKernel>(op.op == "GlobalMaxPool", x[0] * x[1],
+                                            product(x, 2, x.size()),
+                                            static_cast<const float*>(args.input_data(0)),
+                                            static_cast<float*>(args.output_data(0)));
+}
+
+}  // namespace kite::cpu

@@ -1,0 +1,283 @@
+// ReduceMean, ReduceSum, ReduceMax, ReduceMin (float32, int32, int64) and
+// ArgMax, ArgMin (float32, int32, int64 -> int64). Axes come from the
+// attribute (older opsets) or from a constant input. Float sums accumulate
+// in double.
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "common.h"
+#include "kernels.h"
+
+namespace kite::cpu {
+namespace {
+
+enum class ReduceKind { kSum, kMean, kMax, kMin };
+
+// Kept and reduced dims of the input, each list collapsed where neighbours
+// of one kind are contiguous.
+struct ReducePlan {
+  Shape kept_dims, kept_strides;
+  Shape red_dims, red_strides;
+  int64_t out_numel = 1;
+  int64_t red_numel = 1;
+};
+
+ReducePlan make_reduce_plan(const Shape& in, const std::vector<bool>& reduce) {
+  ReducePlan p;
+  const Shape strides = contiguous_strides(in);
+  int last_kind = -1;  // 0 kept, 1 reduced
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] == 1) continue;
+    const int kind = reduce[d] ? 1 : 0;
+    Shape& dims = kind ? p.red_dims : p.kept_dims;
+    Shape& st = kind ? p.red_strides : p.kept_strides;
+    if (kind == last_kind && st.back() == strides[d] * in[d]) {
+      dims.back() *= in[d];
+      st.back() = strides[d];
+    } else {
+      dims.push_back(in[d]);
+      st.push_back(strides[d]);
+    }
+    last_kind = kind;
+  }
+  p.out_numel = shape_numel(p.kept_dims);
+  p.red_numel = shape_numel(p.red_dims);
+  if (p.red_dims.empty()) {
+    p.red_dims.push_back(1);
+    p.red_strides.push_back(0);
+  }
+  return p;
+}
+
+template <typename T, ReduceKind K>
+void reduce_run(const ReducePlan& p, const T* in, T* out, ThreadPool& pool) {
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+  const int nk = static_cast<int>(p.kept_dims.size());
+  const int nr = static_cast<int>(p.red_dims.size());
+  const int64_t inner = p.red_dims[nr - 1];
+  const int64_t inner_stride = p.red_strides[nr - 1];
+  const int64_t red_rows = p.red_numel / std::max<int64_t>(inner, 1);
+  pool.parallel_for(p.out_numel, rows_per_chunk(std::max<int64_t>(p.red_numel, 1)),
+                    [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
+      int64_t base = 0, rest = o;
+      for (int d = nk - 1; d >= 0; --d) {
+        base += (rest % p.kept_dims[d]) * p.kept_strides[d];
+        rest /= p.kept_dims[d];
+      }
+      Acc acc = 0;
+      T best = K == ReduceKind::kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+      if constexpr (std::is_floating_point_v<T>) {
+        if (K == ReduceKind::kMax) best = -std::numeric_limits<T>::infinity();
+        if (K == ReduceKind::kMin) best = std::numeric_limits<T>::infinity();
+      }
+      for (int64_t r = 0; r < (p.red_numel == 0 ? 0 : red_rows); ++r) {
+        int64_t offset = base, rr = r;
+        for (int d = nr - 2; d >= 0; --d) {
+          offset += (rr % p.red_dims[d]) * p.red_strides[d];
+          rr /= p.red_dims[d];
+        }
+        const T* x = in + offset;
+        for (int64_t i = 0; i < inner; ++i) {
+          const T v = x[i * inner_stride];
+          if constexpr (K == ReduceKind::kSum || K == ReduceKind::kMean) {
+            if constexpr (std::is_floating_point_v<T>) {
+              acc += v;
+            } else {
+              acc = static_cast<Acc>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
+            }
+          } else if constexpr (K == ReduceKind::kMax) {
+            if (v > best || v != v) best = v;
+          } else {
+            if (v < best || v != v) best = v;
+          }
+        }
+      }
+      if constexpr (K == ReduceKind::kSum) {
+        out[o] = static_cast<T>(acc);
+      } else if constexpr (K == ReduceKind::kMean) {
+        if constexpr (std::is_floating_point_v<T>) {
+          out[o] = static_cast<T>(acc / static_cast<double>(p.red_numel));
+        } else {
+          out[o] = p.red_numel > 0 ? static_cast<T>(acc / p.red_numel) : T(0);
+        }
+      } else {
+        out[o] = best;
+      }
+    }
+  });
+}
+
+using ReduceFn = void (*)(const ReducePlan&, const void*, void*, ThreadPool&);
+
+template <typename T, ReduceKind K>
+void reduce_entry(const ReducePlan& p, const void* in, void* out, ThreadPool& pool) {
+  reduce_run<T, K>(p, static_cast<const T*>(in), static_cast<T*>(out), pool);
+}
+
+template <ReduceKind K>
+ReduceFn reduce_for(kite_dtype d) {
+  switch (d) {
+    case KITE_DTYPE_FLOAT32: return reduce_entry<float, K>;
+    case KITE_DTYPE_INT32: return reduce_entry<int32_t, K>;
+    case KITE_DTYPE_INT64: return reduce_entry<int64_t, K>;
+    default: return nullptr;
+  }
+}
+
+ReduceFn select_reduce(const std::string& op, kite_dtype d) {
+  if (op == "ReduceSum") return reduce_for<ReduceKind::kSum>(d);
+  if (op == "ReduceMean") return reduce_for<ReduceKind::kMean>(d);
+  if (op == "ReduceMax") return reduce_for<ReduceKind::kMax>(d);
+  if (op == "ReduceMin") return reduce_for<ReduceKind::kMin>(d);
+  return nullptr;
+}
+
+class ReduceKernel : public Kernel {
+ public:
+  ReduceKernel(ReduceFn fn, ReducePlan plan, const void* in, void* out)
+      : fn_(fn), plan_(std::move(plan)), in_(in), out_(out) {}
+  void run(ThreadPool& pool) override {
+    if (plan_.out_numel > 0) fn_(plan_, in_, out_, pool);
+  }
+
+ private:
+  ReduceFn fn_;
+  ReducePlan plan_;
+  const void* in_;
+  void* out_;
+};
+
+class CopyAllKernel : public Kernel {
+ public:
+  CopyAllKernel(const void* in, void* out, size_t bytes) : in_(in), out_(out), bytes_(bytes) {}
+  void run(ThreadPool&) override { copy_bytes(out_, in_, bytes_); }
+
+ private:
+  const void* in_;
+  void* out_;
+  size_t bytes_;
+};
+
+template <typename T>
+class ArgReduceKernel : public Kernel {
+ public:
+  ArgReduceKernel(bool max, bool last, int64_t outer, int64_t len, int64_t inner, const T* in,
+                  int64_t* out)
+      : max_(max), last_(last), outer_(outer), len_(len), inner_(inner), in_(in), out_(out) {}
+
+  void run(ThreadPool& pool) override {
+    pool.parallel_for(outer_ * inner_, rows_per_chunk(std::max<int64_t>(len_, 1)),
+                      [&](int64_t begin, int64_t end) {
+      for (int64_t line = begin; line < end; ++line) {
+        const int64_t o = line / inner_, i = line % inner_;
+        const T* x = in_ + o * len_ * inner_ + i;
+        int64_t best_index = 0;
+        for (int64_t j = 1; j < len_; ++j) {
+          const T v = x[j * inner_], b = x[best_index * inner_];
+          const bool better = max_ ? (last_ ? v >= b : v > b) : (last_ ? v <= b : v < b);
+          if (better) best_index = j;
+        }
+        out_[line] = best_index;
+      }
+    });
+  }
+
+ private:
+  bool max_, last_;
+  int64_t outer_, len_, inner_;
+  const T* in_;
+  int64_t* out_;
+};
+
+}  // namespace
+
+std::string check_reduce(const OpNode& op) {
+  if (op.inputs.empty() || !op.has_input(0)) return "needs an input";
+  if (!select_reduce(op.op, op.inputs[0].dtype)) {
+    return std::string("the CPU kernel does not take dtype ") + kite::ops::dtype_name(op.inputs[0].dtype);
+  }
+  std::string why = expect_dtype(op, 1, {KITE_DTYPE_INT64, KITE_DTYPE_INT32});
+  if (why.empty()) why = expect_constant(op, 1, "axes");
+  return why;
+}
+
+std::unique_ptr<Kernel> prepare_reduce(const KernelArgs& args, std::string* err) {
+  const OpNode& op = *args.op;
+  std::string why = check_reduce(op);
+  if (!why.empty()) return prepare_error(err, op, why);
+  const Shape& in = op.inputs[0].shape;
+  const int64_t rank = static_cast<int64_t>(in.size());
+  Shape axes;
+  if (op.has_input(1)) {
+    axes.resize(static_cast<size_t>(shape_numel(op.inputs[1].shape)));
+    read_int64s(op.inputs[1].data, op.inputs[1].dtype, static_cast<int64_t>(axes.size()), axes.data());
+  } else {
+    axes = op.attr_ints("axes", {});
+  }
+  const bool keepdims = op.attr_int("keepdims", 1) != 0;
+  const bool noop = op.attr_int("noop_with_empty_axes", 0) != 0;
+  if (!has_output(args, 0)) return prepare_error(err, op, "output is missing");
+  const Shape out = output_shape(args, 0);
+  const size_t es = kite::ops::dtype_size(op.inputs[0].dtype);
+  if (axes.empty() && noop) {
+    if (out != in) return prepare_error(err, op, "output shape differs from the input");
+    return std::make_unique<CopyAllKernel>(args.input_data(0), args.output_data(0),
+                                           static_cast<size_t>(shape_numel(in)) * es);
+  }
+  std::vector<bool> reduce(in.size(), axes.empty());
+  for (int64_t a : axes) {
+    const int64_t n = normalize_axis(a, rank);
+    if (n < 0) return prepare_error(err, op, "axis " + std::to_string(a) + " is out of range");
+    reduce[n] = true;
+  }
+  Shape expected;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (!reduce[d]) expected.push_back(in[d]);
+    else if (keepdims) expected.push_back(1);
+  }
+  if (out != expected) {
+    return prepare_error(err, op, "output shape is not " + kite::ops::shape_string(expected));
+  }
+  return std::make_unique<ReduceKernel>(select_reduce(op.op, op.inputs[0].dtype),
+                                        make_reduce_plan(in, reduce), args.input_data(0),
+                                        args.output_data(0));
+}
+
+std::string check_arg_reduce(const OpNode& op) {
+  if (op.inputs.empty() || !op.has_input(0)) return "needs an input";
+  return expect_dtype(op, 0, {KITE_DTYPE_FLOAT32, KITE_DTYPE_INT32, KITE_DTYPE_INT64});
+}
+
+std::unique_ptr<Kernel> prepare_arg_reduce(const KernelArgs& args, std::string* err) {
+  const OpNode& op = *args.op;
+  const Shape& in = op.inputs[0].shape;
+  const int64_t rank = static_cast<int64_t>(in.size());
+  const int64_t axis = normalize_axis(op.attr_int("axis", 0), rank);
+  if (axis < 0) return prepare_error(err, op, "axis is out of range");
+  const size_t a = static_cast<size_t>(axis);
+  Shape expected = in;
+  if (op.attr_int("keepdims", 1) != 0) expected[a] = 1;
+  else expected.erase(expected.begin() + axis);
+  if (!has_output(args, 0) || output_shape(args, 0) != expected ||
+      output_dtype(args, 0) != KITE_DTYPE_INT64) {
+    return prepare_error(err, op, "output must be int64 " + kite::ops::shape_string(expected));
+  }
+  const bool max = op.op == "ArgMax";
+  const bool last = op.attr_int("select_last_index", 0) != 0;
+  const int64_t outer = product(in, 0, a), len = in[a], inner = product(in, a + 1, in.size());
+  int64_t* out = static_cast<int64_t*>(args.output_data(0));
+  switch (op.inputs[0].dtype) {
+    case KITE_DTYPE_INT32:
+      return std::make_unique<ArgReduceKernel<int32_t>>(max, last, outer, len, inner, static_cast<const int32_t*>(args.input_data(0)), out);
+    case KITE_DTYPE_INT64:
+      return std::make_unique<ArgReduceKernel<int64_t>>(max, last, outer, len, inner, static_cast<const int64_t*>(args.input_data(0)), out);
+    default:
+      return std::make_unique<ArgReduceKernel<float>>(max, last, outer, len, inner, static_cast<const float*>(args.input_data(0)), out);
+  }
+}
+
+}  // namespace kite::cpu

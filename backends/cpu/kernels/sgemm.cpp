@@ -1,0 +1,228 @@
+#include "sgemm.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace kite::cpu::sgemm {
+namespace {
+
+// k values per block: a kKC x kNR panel of B (8 KiB) stays in L1 while the
+// A panels of one row block (kMCPanels x kMR x kKC floats, 96 KiB) sit in L2.
+constexpr int64_t kKC = 256;
+constexpr int64_t kMCPanels = 16;
+constexpr int64_t kNCPanels = 32;
+
+// The micro-kernel: a kMR x kNR tile of A*B over kc values of k, kept in
+// registers (12 accumulators of 4 floats, which fits the 16 vector registers
+// of baseline x86-64 and of Arm). GCC and Clang get the portable vector
+// extension (no intrinsics, no target flags); other compilers the plain
+// loops, which they may vectorise themselves.
+#if defined(__GNUC__) || defined(__clang__)
+typedef float Float4 __attribute__((vector_size(16)));
+
+inline Float4 load4(const float* p) {
+  Float4 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+inline Float4 broadcast4(float x) { return Float4{x, x, x, x}; }
+
+inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b,
+                         float* __restrict acc) {
+  static_assert(kMR == 6 && kNR == 8, "the micro-kernel is written for 6x8 tiles");
+  Float4 c00 = {}, c01 = {}, c10 = {}, c11 = {}, c20 = {}, c21 = {};
+  Float4 c30 = {}, c31 = {}, c40 = {}, c41 = {}, c50 = {}, c51 = {};
+  for (int64_t p = 0; p < kc; ++p, a += kMR, b += kNR) {
+    const Float4 b0 = load4(b), b1 = load4(b + 4);
+    Float4 ai = broadcast4(a[0]);
+    c00 += ai * b0;
+    c01 += ai * b1;
+    ai = broadcast4(a[1]);
+    c10 += ai * b0;
+    c11 += ai * b1;
+    ai = broadcast4(a[2]);
+    c20 += ai * b0;
+    c21 += ai * b1;
+    ai = broadcast4(a[3]);
+    c30 += ai * b0;
+    c31 += ai * b1;
+    ai = broadcast4(a[4]);
+    c40 += ai * b0;
+    c41 += ai * b1;
+    ai = broadcast4(a[5]);
+    c50 += ai * b0;
+    c51 += ai * b1;
+  }
+  const Float4 rows[kMR][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+                               {c30, c31}, {c40, c41}, {c50, c51}};
+  std::memcpy(acc, rows, sizeof(rows));
+}
+#else
+inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b,
+                         float* __restrict acc) {
+  float t[kMR][kNR] = {};
+  for (int64_t p = 0; p < kc; ++p) {
+    const float* ap = a + p * kMR;
+    const float* bp = b + p * kNR;
+    for (int i = 0; i < kMR; ++i) {
+      for (int j = 0; j < kNR; ++j) t[i][j] += ap[i] * bp[j];
+    }
+  }
+  std::memcpy(acc, t, sizeof(t));
+}
+#endif
+
+void store_tile(const float* acc, float* c, int64_t ldc, int64_t rows, int64_t cols,
+                const float* row_bias, bool add) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* ci = c + i * ldc;
+    const float* ai = acc + i * kNR;
+    if (add) {
+      for (int64_t j = 0; j < cols; ++j) ci[j] += ai[j];
+    } else if (row_bias) {
+      const float bias = row_bias[i];
+      for (int64_t j = 0; j < cols; ++j) ci[j] = ai[j] + bias;
+    } else {
+      for (int64_t j = 0; j < cols; ++j) ci[j] = ai[j];
+    }
+  }
+}
+
+struct Job {
+  int64_t m, n, k;
+  const float* pa;
+  const float* pb;
+  float* c;
+  int64_t ldc;
+  const float* row_bias;
+  bool accumulate;
+  int64_t m_panels, n_panels;
+  int64_t row_block, col_block;  // panels per task
+  int64_t col_tasks;
+};
+
+void run_task(const Job& job, int64_t task) {
+  const int64_t rb = task / job.col_tasks;
+  const int64_t cb = task % job.col_tasks;
+  const int64_t ip0 = rb * job.row_block;
+  const int64_t ip1 = std::min(job.m_panels, ip0 + job.row_block);
+  const int64_t jp0 = cb * job.col_block;
+  const int64_t jp1 = std::min(job.n_panels, jp0 + job.col_block);
+  alignas(64) float acc[kMR * kNR];
+  for (int64_t k0 = 0; k0 < job.k; k0 += kKC) {
+    const int64_t kc = std::min(kKC, job.k - k0);
+    const bool add = job.accumulate || k0 > 0;
+    for (int64_t jp = jp0; jp < jp1; ++jp) {
+      const float* b = job.pb + jp * job.k * kNR + k0 * kNR;
+      const int64_t j = jp * kNR;
+      const int64_t cols = std::min(kNR, job.n - j);
+      for (int64_t ip = ip0; ip < ip1; ++ip) {
+        const float* a = job.pa + ip * job.k * kMR + k0 * kMR;
+        const int64_t i = ip * kMR;
+        micro_kernel(kc, a, b, acc);
+        store_tile(acc, job.c + i * job.ldc + j, job.ldc, std::min(kMR, job.m - i), cols,
+                   job.row_bias ? job.row_bias + i : nullptr, add);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void pack_a(const float* a, int64_t row_stride, int64_t col_stride, int64_t m, int64_t k,
+            float alpha, float* packed, ThreadPool* pool) {
+  const int64_t panels = (m + kMR - 1) / kMR;
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t ip = begin; ip < end; ++ip) {
+      float* dst = packed + ip * k * kMR;
+      const int64_t i0 = ip * kMR;
+      const int64_t rows = std::min(kMR, m - i0);
+      for (int64_t p = 0; p < k; ++p) {
+        float* d = dst + p * kMR;
+        for (int64_t r = 0; r < rows; ++r) d[r] = a[(i0 + r) * row_stride + p * col_stride] * alpha;
+        for (int64_t r = rows; r < kMR; ++r) d[r] = 0.0f;
+      }
+    }
+  };
+  if (pool) {
+    pool->parallel_for(panels, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k)), body);
+  } else {
+    body(0, panels);
+  }
+}
+
+void pack_b(const float* b, int64_t row_stride, int64_t col_stride, int64_t k, int64_t n,
+            float* packed, ThreadPool* pool) {
+  const int64_t panels = (n + kNR - 1) / kNR;
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t jp = begin; jp < end; ++jp) {
+      float* dst = packed + jp * k * kNR;
+      const int64_t j0 = jp * kNR;
+      const int64_t cols = std::min(kNR, n - j0);
+      if (col_stride == 1 && cols == kNR) {
+        for (int64_t p = 0; p < k; ++p) {
+          const float* s = b + p * row_stride + j0;
+          float* d = dst + p * kNR;
+          for (int64_t c = 0; c < kNR; ++c) d[c] = s[c];
+        }
+        continue;
+      }
+      for (int64_t p = 0; p < k; ++p) {
+        float* d = dst + p * kNR;
+        for (int64_t c = 0; c < cols; ++c) d[c] = b[p * row_stride + (j0 + c) * col_stride];
+        for (int64_t c = cols; c < kNR; ++c) d[c] = 0.0f;
+      }
+    }
+  };
+  if (pool) {
+    pool->parallel_for(panels, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, k)), body);
+  } else {
+    body(0, panels);
+  }
+}
+
+void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const float* packed_b,
+                 float* c, int64_t ldc, const float* row_bias, bool accumulate,
+                 ThreadPool* pool) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    if (accumulate) return;
+    for (int64_t i = 0; i < m; ++i) {
+      const float v = row_bias ? row_bias[i] : 0.0f;
+      std::fill(c + i * ldc, c + i * ldc + n, v);
+    }
+    return;
+  }
+  Job job{m, n, k, packed_a, packed_b, c, ldc, row_bias, accumulate, 0, 0, 0, 0, 0};
+  job.m_panels = (m + kMR - 1) / kMR;
+  job.n_panels = (n + kNR - 1) / kNR;
+  job.row_block = std::min(job.m_panels, kMCPanels);
+  job.col_block = std::min(job.n_panels, kNCPanels);
+  const int64_t threads = pool ? pool->size() : 1;
+  auto tasks_for = [&](int64_t rb, int64_t cb) {
+    return ((job.m_panels + rb - 1) / rb) * ((job.n_panels + cb - 1) / cb);
+  };
+  // Enough tasks to keep every thread busy: split columns first (B panels
+  // are the larger operand in convolutions), then rows.
+  while (threads > 1 && tasks_for(job.row_block, job.col_block) < 3 * threads &&
+         (job.col_block > 1 || job.row_block > 1)) {
+    if (job.col_block > 4 || job.row_block == 1) {
+      job.col_block = (job.col_block + 1) / 2;
+    } else {
+      job.row_block = (job.row_block + 1) / 2;
+    }
+  }
+  job.col_tasks = (job.n_panels + job.col_block - 1) / job.col_block;
+  const int64_t tasks = tasks_for(job.row_block, job.col_block);
+  auto body = [&job](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) run_task(job, t);
+  };
+  if (pool && tasks > 1) {
+    pool->parallel_for(tasks, 1, body);
+  } else {
+    body(0, tasks);
+  }
+}
+
+}  // namespace kite::cpu::sgemm

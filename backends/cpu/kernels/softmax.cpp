@@ -1,0 +1,105 @@
+// Softmax and LogSoftmax (float32) along one axis, opset-13 semantics
+// (default axis -1). Rows along the axis may be strided (axis not last).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "common.h"
+#include "kernels.h"
+
+namespace kite::cpu {
+namespace {
+
+class SoftmaxKernel : public Kernel {
+ public:
+  SoftmaxKernel(bool log, int64_t outer, int64_t axis_len, int64_t inner, const float* x,
+                float* y)
+      : log_(log), outer_(outer), len_(axis_len), inner_(inner), x_(x), y_(y) {}
+
+  void run(ThreadPool& pool) override {
+    if (len_ == 0) return;
+    // One line = the axis_len values at stride inner.
+    pool.parallel_for(outer_ * inner_, rows_per_chunk(len_), [&](int64_t begin, int64_t end) {
+      for (int64_t line = begin; line < end; ++line) {
+        const int64_t o = line / inner_, i = line % inner_;
+        const float* x = x_ + o * len_ * inner_ + i;
+        float* y = y_ + o * len_ * inner_ + i;
+        if (inner_ == 1) {
+          contiguous(x, y);
+        } else {
+          strided(x, y);
+        }
+      }
+    });
+  }
+
+ private:
+  void contiguous(const float* x, float* y) const {
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < len_; ++j) max = std::max(max, x[j]);
+    float sum = 0.0f;
+    if (log_) {
+      for (int64_t j = 0; j < len_; ++j) sum += std::exp(x[j] - max);
+      const float shift = max + std::log(sum);
+      for (int64_t j = 0; j < len_; ++j) y[j] = x[j] - shift;
+    } else {
+      for (int64_t j = 0; j < len_; ++j) {
+        y[j] = std::exp(x[j] - max);
+        sum += y[j];
+      }
+      const float inv = 1.0f / sum;
+      for (int64_t j = 0; j < len_; ++j) y[j] *= inv;
+    }
+  }
+
+  void strided(const float* x, float* y) const {
+    const int64_t s = inner_;
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < len_; ++j) max = std::max(max, x[j * s]);
+    float sum = 0.0f;
+    if (log_) {
+      for (int64_t j = 0; j < len_; ++j) sum += std::exp(x[j * s] - max);
+      const float shift = max + std::log(sum);
+      for (int64_t j = 0; j < len_; ++j) y[j * s] = x[j * s] - shift;
+    } else {
+      for (int64_t j = 0; j < len_; ++j) {
+        y[j * s] = std::exp(x[j * s] - max);
+        sum += y[j * s];
+      }
+      const float inv = 1.0f / sum;
+      for (int64_t j = 0; j < len_; ++j) y[j * s] *= inv;
+    }
+  }
+
+  bool log_;
+  int64_t outer_, len_, inner_;
+  const float* x_;
+  float* y_;
+};
+
+}  // namespace
+
+std::string check_softmax(const OpNode& op) {
+  if (op.inputs.empty() || !op.has_input(0)) return "needs an input";
+  return expect_dtype(op, 0, {KITE_DTYPE_FLOAT32});
+}
+
+std::unique_ptr<Kernel> prepare_softmax(const KernelArgs& args, std::string* err) {
+  const OpNode& op = *args.op;
+  const Shape& x = op.inputs[0].shape;
+  const int64_t rank = static_cast<int64_t>(x.size());
+  if (rank == 0) return prepare_error(err, op, "input must have at least 1 dim");
+  const int64_t axis = normalize_axis(op.attr_int("axis", -1), rank);
+  if (axis < 0) return prepare_error(err, op, "axis is out of range");
+  if (!has_output(args, 0) || output_shape(args, 0) != x) {
+    return prepare_error(err, op, "output shape differs from the input");
+  }
+  const size_t a = static_cast<size_t>(axis);
+  return std::make_unique<SoftmaxKernel>(op.op == "LogSoftmax", product(x, 0, a), x[a],
+                                         product(x, a + 1, x.size()),
+                                         static_cast<const float*>(args.input_data(0)),
+                                         static_cast<float*>(args.output_data(0)));
+}
+
+}  // namespace kite::cpu

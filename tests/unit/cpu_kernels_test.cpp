@@ -1,0 +1,1826 @@
+// CPU backend kernels, driven through the backend C ABI
+// (kite_cpu_backend_api()) with hand-built nodes, against independent
+// expectations: small hand-computed cases and naive nested-loop references
+// written here (they share no code with the kernels).
+//
+// Tolerances. Elementwise float ops computed the same way as the reference
+// must match exactly. A float32 dot product of K terms has a rounding error
+// of at most about K * 2^-24 * sum|terms| (each addition rounds once), so
+// sums compare against a double reference with bound
+// kDotSlack * K * 2^-24 * sum|terms|; kDotSlack = 2 covers the blocked
+// summation order. Transcendental functions (libm, a few ulps each) get a
+// relative bound of 1e-5 plus 1e-6 absolute.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cpu_backend.h"
+#include "kernel.h"
+#include "kite/backend.h"
+#include "kite/ops/op_node.h"
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+constexpr kite_dtype F32 = KITE_DTYPE_FLOAT32;
+constexpr kite_dtype I64 = KITE_DTYPE_INT64;
+constexpr kite_dtype I32 = KITE_DTYPE_INT32;
+constexpr kite_dtype BOOL = KITE_DTYPE_BOOL;
+constexpr double kUnitRoundoff = 1.0 / (1 << 24);  // 2^-24
+constexpr double kDotSlack = 2.0;
+
+int64_t Numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+size_t DtypeSize(kite_dtype d) {
+  switch (d) {
+    case KITE_DTYPE_FLOAT32: case KITE_DTYPE_INT32: return 4;
+    case KITE_DTYPE_INT64: return 8;
+    case KITE_DTYPE_FLOAT16: return 2;
+    default: return 1;
+  }
+}
+
+std::vector<float> Random(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// A node under test: owns tensors, attributes and the ABI structs.
+
+struct TestTensor {
+  std::string name;
+  kite_dtype dtype = F32;
+  Shape shape;
+  std::vector<uint64_t> storage;  // 8-byte aligned bytes
+  kite_backend_tensor abi{};
+
+  template <typename T>
+  T* data() { return reinterpret_cast<T*>(storage.data()); }
+  template <typename T>
+  std::vector<T> values() const {
+    std::vector<T> v(static_cast<size_t>(Numel(shape)));
+    if (!v.empty()) std::memcpy(v.data(), storage.data(), v.size() * sizeof(T));
+    return v;
+  }
+};
+
+class Node {
+ public:
+  explicit Node(std::string op, std::string name = "node0")
+      : op_(std::move(op)), name_(std::move(name)) {}
+
+  template <typename T>
+  Node& in(kite_dtype dtype, Shape shape, const std::vector<T>& values, bool constant = false) {
+    TestTensor& t = add(inputs_, "in" + std::to_string(inputs_.size()), dtype, std::move(shape));
+    EXPECT_EQ(values.size() * sizeof(T), static_cast<size_t>(Numel(t.shape)) * DtypeSize(dtype))
+        << "test bug: value count for input " << t.name;
+    if (!values.empty()) std::memcpy(t.storage.data(), values.data(), values.size() * sizeof(T));
+    t.abi.is_constant = constant ? 1 : 0;
+    return *this;
+  }
+  Node& in(Shape shape, const std::vector<float>& values, bool constant = false) {
+    return in<float>(F32, std::move(shape), values, constant);
+  }
+  Node& in_i64(Shape shape, const std::vector<int64_t>& values, bool constant = true) {
+    return in<int64_t>(I64, std::move(shape), values, constant);
+  }
+  Node& in_i32(Shape shape, const std::vector<int32_t>& values, bool constant = true) {
+    return in<int32_t>(I32, std::move(shape), values, constant);
+  }
+  Node& in_bool(Shape shape, const std::vector<uint8_t>& values, bool constant = false) {
+    return in<uint8_t>(BOOL, std::move(shape), values, constant);
+  }
+  Node& absent() {
+    inputs_.emplace_back();
+    inputs_.back().name = "";
+    absent_.push_back(inputs_.size() - 1);
+    return *this;
+  }
+  Node& out(Shape shape, kite_dtype dtype = F32) {
+    TestTensor& t = add(outputs_, "out" + std::to_string(outputs_.size()), dtype, std::move(shape));
+    // Poison outputs so an unwritten element shows up.
+    if (dtype == F32) {
+      for (int64_t i = 0; i < Numel(t.shape); ++i) t.data<float>()[i] = std::nanf("");
+    } else {
+      std::memset(t.storage.data(), 0x5a, t.storage.size() * 8);
+    }
+    return *this;
+  }
+  Node& no_output() {
+    outputs_.emplace_back();
+    absent_outputs_.push_back(outputs_.size() - 1);
+    return *this;
+  }
+  Node& i(const char* name, int64_t v) { Attr& a = attr(name, KITE_ATTR_INT); a.i = v; return *this; }
+  Node& f(const char* name, float v) { Attr& a = attr(name, KITE_ATTR_FLOAT); a.f = v; return *this; }
+  Node& s(const char* name, std::string v) {
+    Attr& a = attr(name, KITE_ATTR_STRING);
+    a.s = std::move(v);
+    return *this;
+  }
+  Node& ints(const char* name, std::vector<int64_t> v) {
+    Attr& a = attr(name, KITE_ATTR_INTS);
+    a.ints = std::move(v);
+    return *this;
+  }
+  Node& floats(const char* name, std::vector<float> v) {
+    Attr& a = attr(name, KITE_ATTR_FLOATS);
+    a.floats = std::move(v);
+    return *this;
+  }
+  Node& fused(std::string pattern) { fused_ = std::move(pattern); return *this; }
+  Node& domain(std::string d) { domain_ = std::move(d); return *this; }
+
+  TestTensor& input(size_t k) { return inputs_[k]; }
+  TestTensor& output(size_t k = 0) { return outputs_[k]; }
+  std::vector<float> result(size_t k = 0) { return outputs_[k].values<float>(); }
+
+  // The ABI node; pointers stay valid while this Node lives and is not modified.
+  const kite_backend_node* abi() {
+    in_ptrs_.clear();
+    for (size_t k = 0; k < inputs_.size(); ++k) {
+      bool absent = std::find(absent_.begin(), absent_.end(), k) != absent_.end();
+      in_ptrs_.push_back(absent ? nullptr : &inputs_[k].abi);
+    }
+    out_ptrs_.clear();
+    for (size_t k = 0; k < outputs_.size(); ++k) {
+      bool absent = std::find(absent_outputs_.begin(), absent_outputs_.end(), k) != absent_outputs_.end();
+      out_ptrs_.push_back(absent ? nullptr : &outputs_[k].abi);
+    }
+    abi_attrs_.clear();
+    for (Attr& a : attrs_) {
+      kite_backend_attr b{};
+      b.name = a.name.c_str();
+      b.type = a.type;
+      b.i = a.i;
+      b.f = a.f;
+      b.s = a.s.c_str();
+      b.count = a.type == KITE_ATTR_INTS ? static_cast<int32_t>(a.ints.size())
+                                          : static_cast<int32_t>(a.floats.size());
+      b.ints = a.ints.data();
+      b.floats = a.floats.data();
+      abi_attrs_.push_back(b);
+    }
+    node_ = kite_backend_node{};
+    node_.name = name_.c_str();
+    node_.op = op_.c_str();
+    node_.domain = domain_.c_str();
+    node_.fused_pattern = fused_.c_str();
+    node_.num_inputs = static_cast<int32_t>(in_ptrs_.size());
+    node_.inputs = in_ptrs_.data();
+    node_.num_outputs = static_cast<int32_t>(out_ptrs_.size());
+    node_.outputs = out_ptrs_.data();
+    node_.num_attrs = static_cast<int32_t>(abi_attrs_.size());
+    node_.attrs = abi_attrs_.data();
+    return &node_;
+  }
+
+ private:
+  struct Attr {
+    std::string name;
+    kite_attr_type type;
+    int64_t i = 0;
+    float f = 0;
+    std::string s;
+    std::vector<int64_t> ints;
+    std::vector<float> floats;
+  };
+
+  Attr& attr(const char* name, kite_attr_type type) {
+    attrs_.emplace_back();
+    attrs_.back().name = name;
+    attrs_.back().type = type;
+    return attrs_.back();
+  }
+
+  TestTensor& add(std::deque<TestTensor>& list, std::string name, kite_dtype dtype, Shape shape) {
+    list.emplace_back();
+    TestTensor& t = list.back();
+    t.name = std::move(name);
+    t.dtype = dtype;
+    t.shape = std::move(shape);
+    const size_t bytes = static_cast<size_t>(Numel(t.shape)) * DtypeSize(dtype);
+    t.storage.assign((bytes + 7) / 8 + 1, 0);
+    t.abi.name = t.name.c_str();
+    t.abi.dtype = dtype;
+    t.abi.rank = static_cast<int32_t>(t.shape.size());
+    t.abi.shape = t.shape.data();
+    t.abi.byte_size = bytes;
+    t.abi.data = t.storage.data();
+    return t;
+  }
+
+  std::string op_, name_, domain_, fused_;
+  std::deque<TestTensor> inputs_, outputs_;
+  std::vector<size_t> absent_, absent_outputs_;
+  std::deque<Attr> attrs_;
+  std::vector<const kite_backend_tensor*> in_ptrs_, out_ptrs_;
+  std::vector<kite_backend_attr> abi_attrs_;
+  kite_backend_node node_{};
+};
+
+// One backend instance (RAII).
+class Backend {
+ public:
+  explicit Backend(int threads = 1) : api_(kite_cpu_backend_api()) {
+    kite_backend_options options{threads};
+    char err[256] = "";
+    status_ = api_->create(&options, &instance_, err, sizeof(err));
+    EXPECT_EQ(status_, KITE_OK) << err;
+  }
+  ~Backend() {
+    if (instance_) api_->destroy(instance_);
+  }
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  const kite_backend_api* api() const { return api_; }
+  void* instance() const { return instance_; }
+
+  // supports(): empty string when supported, else the reason.
+  std::string why_not(Node& n) {
+    char reason[256] = "";
+    const int ok = api_->supports(instance_, n.abi(), reason, sizeof(reason));
+    return ok ? std::string() : std::string("unsupported: ") + reason;
+  }
+
+  // prepare + execute (+ release); status of the first failing step.
+  kite_status run(Node& n, std::string* message = nullptr, int repeats = 1) {
+    char err[512] = "";
+    void* kernel = nullptr;
+    const kite_backend_node* node = n.abi();
+    kite_status st = api_->prepare(instance_, node, &kernel, err, sizeof(err));
+    if (st == KITE_OK) {
+      for (int r = 0; r < repeats && st == KITE_OK; ++r) {
+        st = api_->execute(instance_, kernel, err, sizeof(err));
+      }
+      api_->release(instance_, kernel);
+    }
+    if (message) *message = err;
+    return st;
+  }
+
+ private:
+  const kite_backend_api* api_;
+  void* instance_ = nullptr;
+  kite_status status_ = KITE_OK;
+};
+
+// Runs and expects success; returns the error text otherwise.
+::testing::AssertionResult Runs(Backend& b, Node& n) {
+  std::string err;
+  const kite_status st = b.run(n, &err);
+  if (st == KITE_OK) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "status " << st << ": " << err;
+}
+
+void ExpectExact(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << "at " << i;
+    } else {
+      EXPECT_EQ(got[i], want[i]) << "at " << i;
+    }
+  }
+}
+
+// Against a double reference: |got - want| <= rel * |want| + abs.
+void ExpectNear(const std::vector<float>& got, const std::vector<double>& want, double rel,
+                double abs) {
+  ASSERT_EQ(got.size(), want.size());
+  int failures = 0;
+  for (size_t i = 0; i < got.size() && failures < 10; ++i) {
+    const double tol = rel * std::fabs(want[i]) + abs;
+    if (!(std::fabs(got[i] - want[i]) <= tol)) {
+      ADD_FAILURE() << "at " << i << ": got " << got[i] << ", want " << want[i] << " (tol " << tol
+                    << ")";
+      ++failures;
+    }
+  }
+}
+
+// A sum-of-products reference: value and sum of |terms| per element.
+struct DotRef {
+  std::vector<double> value, magnitude;
+  int64_t terms = 0;  // K
+  explicit DotRef(int64_t n) : value(static_cast<size_t>(n), 0.0), magnitude(static_cast<size_t>(n), 0.0) {}
+  void add(int64_t i, double product) {
+    value[i] += product;
+    magnitude[i] += std::fabs(product);
+  }
+};
+
+// |got - want| <= kDotSlack * (K + 1) * 2^-24 * sum|terms| (+ the bias rounding).
+void ExpectDot(const std::vector<float>& got, const DotRef& ref) {
+  ASSERT_EQ(got.size(), ref.value.size());
+  int failures = 0;
+  for (size_t i = 0; i < got.size() && failures < 10; ++i) {
+    const double tol = kDotSlack * static_cast<double>(ref.terms + 1) * kUnitRoundoff *
+                           ref.magnitude[i] + 1e-30;
+    if (!(std::fabs(got[i] - ref.value[i]) <= tol)) {
+      ADD_FAILURE() << "at " << i << ": got " << got[i] << ", want " << ref.value[i] << " (tol "
+                    << tol << ")";
+      ++failures;
+    }
+  }
+}
+
+// Row-major offset of index `idx` in `shape`, reading size-1 dims as
+// broadcast (numpy rules, shape right-aligned to idx).
+int64_t BroadcastOffset(const Shape& shape, const Shape& idx) {
+  int64_t off = 0;
+  const size_t lead = idx.size() - shape.size();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const int64_t i = shape[d] == 1 ? 0 : idx[lead + d];
+    off = off * shape[d] + i;
+  }
+  return off;
+}
+
+// Numpy broadcast of two shapes (assumed compatible).
+Shape LocalBroadcast(const Shape& a, const Shape& b) {
+  const size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  for (size_t d = 0; d < r; ++d) {
+    const int64_t x = d + a.size() >= r ? a[d + a.size() - r] : 1;
+    const int64_t y = d + b.size() >= r ? b[d + b.size() - r] : 1;
+    out[d] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+Shape Unravel(int64_t flat, const Shape& shape) {
+  Shape idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return idx;
+}
+
+std::string Str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// ===========================================================================
+// The thread pool.
+
+TEST(ThreadPool, CoversEveryIndexOnce) {
+  for (int threads : {1, 2, 5}) {
+    kite::cpu::ThreadPool pool(threads);
+    EXPECT_EQ(pool.size(), threads);
+    for (int64_t n : {0, 1, 7, 64, 1000, 100003}) {
+      for (int64_t min_chunk : {1, 3, 1000}) {
+        std::vector<int> hits(static_cast<size_t>(n), 0);
+        pool.parallel_for(n, min_chunk, [&](int64_t b, int64_t e) {
+          EXPECT_LE(0, b);
+          EXPECT_LT(b, e);
+          EXPECT_LE(e, n);
+          for (int64_t i = b; i < e; ++i) ++hits[i];
+        });
+        EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), n) << threads << " " << n;
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, UsesWorkersAndSingleThreadRunsInline) {
+  kite::cpu::ThreadPool one(1);
+  const auto caller = std::this_thread::get_id();
+  one.parallel_for(1000, 1, [&](int64_t, int64_t) { EXPECT_EQ(std::this_thread::get_id(), caller); });
+  kite::cpu::ThreadPool four(4);
+  std::mutex m;
+  std::vector<std::thread::id> seen;
+  for (int round = 0; round < 50 && seen.size() < 2; ++round) {
+    four.parallel_for(64, 1, [&](int64_t, int64_t) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      std::lock_guard<std::mutex> lock(m);
+      if (std::find(seen.begin(), seen.end(), std::this_thread::get_id()) == seen.end()) {
+        seen.push_back(std::this_thread::get_id());
+      }
+    });
+  }
+  EXPECT_GE(seen.size(), 2u);
+}
+
+// ===========================================================================
+// The backend itself.
+
+TEST(CpuBackend, ApiTable) {
+  const kite_backend_api* api = kite_cpu_backend_api();
+  ASSERT_NE(api, nullptr);
+  EXPECT_EQ(api->abi_version, static_cast<uint32_t>(KITE_BACKEND_ABI_VERSION));
+  EXPECT_EQ(api->struct_size, sizeof(kite_backend_api));
+  EXPECT_STREQ(api->name, "cpu");
+  EXPECT_EQ(api->memory, KITE_BACKEND_MEMORY_HOST);
+  EXPECT_NE(api->create, nullptr);
+  EXPECT_NE(api->supports, nullptr);
+  EXPECT_NE(api->prepare, nullptr);
+  EXPECT_NE(api->execute, nullptr);
+  EXPECT_NE(api->release, nullptr);
+  EXPECT_EQ(api->alloc, nullptr);
+}
+
+TEST(CpuBackend, CreateRejectsNegativeThreads) {
+  const kite_backend_api* api = kite_cpu_backend_api();
+  kite_backend_options options{-2};
+  void* b = nullptr;
+  char err[128] = "";
+  EXPECT_EQ(api->create(&options, &b, err, sizeof(err)), KITE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err).find("threads"), std::string::npos);
+  // Default options (NULL) pick the number of cores.
+  ASSERT_EQ(api->create(nullptr, &b, err, sizeof(err)), KITE_OK) << err;
+  api->destroy(b);
+}
+
+TEST(CpuBackend, KernelTableHasNoDuplicatesAndOnlyKnownOps) {
+  EXPECT_EQ(kite::cpu::validate_kernel_table(), "");
+  for (const kite::cpu::KernelEntry& e : kite::cpu::kernel_table()) {
+    EXPECT_TRUE(kite::ops::is_known_op(e.op)) << e.op << " has no shape rules";
+    EXPECT_EQ(kite::cpu::find_kernel(e.op), &e);
+  }
+  EXPECT_EQ(kite::cpu::find_kernel("NoSuchOp"), nullptr);
+}
+
+TEST(CpuBackend, SupportsGivesReasons) {
+  Backend b;
+  Node unknown("FrobnicateTensor", "weird");
+  unknown.in({2}, {1, 2}).out({2});
+  const std::string why = b.why_not(unknown);
+  EXPECT_NE(why.find("FrobnicateTensor"), std::string::npos) << why;
+
+  Node fused("Conv", "fused0");
+  fused.fused("ConvAddRelu").in({1, 1, 3, 3}, Random(9, 1)).in({1, 1, 1, 1}, {1}, true).out({1, 1, 3, 3});
+  EXPECT_NE(b.why_not(fused).find("no fused kernel for pattern ConvAddRelu"), std::string::npos);
+
+  Node domain("Relu");
+  domain.domain("com.microsoft").in({2}, {1, 2}).out({2});
+  EXPECT_NE(b.why_not(domain).find("com.microsoft"), std::string::npos);
+
+  Node int_conv("Conv");
+  int_conv.in_i64({1, 1, 2, 2}, {1, 2, 3, 4}, false).in_i64({1, 1, 1, 1}, {1}).out({1, 1, 2, 2}, I64);
+  EXPECT_NE(b.why_not(int_conv).find("int64"), std::string::npos) << b.why_not(int_conv);
+
+  Node ok("Relu");
+  ok.in({2}, {1, -2}).out({2});
+  EXPECT_EQ(b.why_not(ok), "");
+
+  // A tiny reason buffer is truncated, not overrun.
+  char tiny[8];
+  std::memset(tiny, 'x', sizeof(tiny));
+  EXPECT_EQ(b.api()->supports(b.instance(), unknown.abi(), tiny, 5), 0);
+  EXPECT_EQ(std::strlen(tiny), 4u);
+  EXPECT_EQ(tiny[5], 'x');
+}
+
+TEST(CpuBackend, PrepareRejectsWrongDeclaredOutput) {
+  Backend b;
+  Node n("Add", "the_adder");
+  n.in({2, 3}, Random(6, 1)).in({3}, Random(3, 2)).out({3, 2});
+  std::string err;
+  EXPECT_NE(b.run(n, &err), KITE_OK);
+  EXPECT_NE(err.find("the_adder"), std::string::npos) << err;
+
+  Node conv("Conv", "conv_bad");
+  conv.in({1, 1, 4, 4}, Random(16, 1)).in({2, 1, 3, 3}, Random(18, 2), true).out({1, 2, 4, 4});
+  EXPECT_NE(b.run(conv, &err), KITE_OK);
+  EXPECT_NE(err.find("conv_bad"), std::string::npos) << err;
+
+  Node dtype("Relu", "relu_bad");
+  dtype.in({2}, {1, 2}).out({2}, I64);
+  EXPECT_NE(b.run(dtype, &err), KITE_OK);
+  EXPECT_NE(err.find("relu_bad"), std::string::npos) << err;
+}
+
+TEST(CpuBackend, PrepareRejectsShortBuffers) {
+  Backend b;
+  Node n("Relu", "short");
+  n.in({4}, {1, 2, 3, 4}).out({4});
+  n.abi();
+  n.output().abi.byte_size = 8;  // less than 4 floats
+  std::string err;
+  EXPECT_EQ(b.run(n, &err), KITE_ERROR_INVALID_MODEL);
+  EXPECT_NE(err.find("short"), std::string::npos) << err;
+}
+
+TEST(CpuBackend, ErrorBufferIsTruncatedSafely) {
+  Backend b;
+  Node n("Add", "a_node_with_a_rather_long_name_to_overflow_small_buffers");
+  n.in({2, 3}, Random(6, 1)).in({3}, Random(3, 2)).out({7});
+  char err[16];
+  std::memset(err, 'x', sizeof(err));
+  void* kernel = nullptr;
+  EXPECT_NE(b.api()->prepare(b.instance(), n.abi(), &kernel, err, 10), KITE_OK);
+  EXPECT_EQ(std::strlen(err), 9u);
+  EXPECT_EQ(err[10], 'x');
+}
+
+// ===========================================================================
+// Elementwise with broadcasting.
+
+std::vector<float> RefBinary(const Shape& a_shape, const std::vector<float>& a, const Shape& b_shape,
+                             const std::vector<float>& b, const Shape& out_shape,
+                             const std::function<float(float, float)>& f) {
+  std::vector<float> out(static_cast<size_t>(Numel(out_shape)));
+  for (int64_t i = 0; i < Numel(out_shape); ++i) {
+    const Shape idx = Unravel(i, out_shape);
+    out[i] = f(a[BroadcastOffset(a_shape, idx)], b[BroadcastOffset(b_shape, idx)]);
+  }
+  return out;
+}
+
+struct BroadcastCase {
+  Shape a, b, out;
+};
+
+void PrintTo(const BroadcastCase& c, std::ostream* os) {
+  *os << Str(c.a) << " op " << Str(c.b) << " -> " << Str(c.out);
+}
+
+class BinaryBroadcast : public ::testing::TestWithParam<BroadcastCase> {};
+
+TEST_P(BinaryBroadcast, MatchesReference) {
+  const BroadcastCase& c = GetParam();
+  const std::vector<float> a = Random(Numel(c.a), 11), b0 = Random(Numel(c.b), 12);
+  std::vector<float> b = b0;
+  for (float& x : b) x = x >= 0 ? x + 0.5f : x - 0.5f;  // keep divisors away from 0
+  const std::pair<const char*, std::function<float(float, float)>> ops[] = {
+      {"Add", [](float x, float y) { return x + y; }},
+      {"Sub", [](float x, float y) { return x - y; }},
+      {"Mul", [](float x, float y) { return x * y; }},
+      {"Div", [](float x, float y) { return x / y; }},
+  };
+  for (int threads : {1, 3}) {
+    Backend be(threads);
+    for (const auto& [op, f] : ops) {
+      SCOPED_TRACE(std::string(op) + " threads " + std::to_string(threads));
+      Node n(op);
+      n.in(c.a, a).in(c.b, b).out(c.out);
+      ASSERT_TRUE(Runs(be, n));
+      ExpectExact(n.result(), RefBinary(c.a, a, c.b, b, c.out, f));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, BinaryBroadcast,
+    ::testing::Values(BroadcastCase{{2, 3, 1}, {1, 4}, {2, 3, 4}},
+                      BroadcastCase{{}, {3, 5}, {3, 5}},        // scalar
+                      BroadcastCase{{3, 5}, {}, {3, 5}},
+                      BroadcastCase{{1}, {7}, {7}},
+                      BroadcastCase{{4, 1, 3}, {5, 1}, {4, 5, 3}},
+                      BroadcastCase{{2, 1, 3, 1}, {1, 4, 1, 5}, {2, 4, 3, 5}},
+                      BroadcastCase{{6, 7}, {6, 7}, {6, 7}},
+                      BroadcastCase{{1, 1}, {1, 1}, {1, 1}},
+                      BroadcastCase{{3, 1, 1}, {1, 1, 1}, {3, 1, 1}},
+                      BroadcastCase{{2, 64, 33}, {64, 1}, {2, 64, 33}},
+                      BroadcastCase{{0, 3}, {3}, {0, 3}}));  // zero-size
+
+TEST(Elementwise, LargeSameShapeAddThreaded) {
+  const int64_t n = 300001;
+  const std::vector<float> a = Random(n, 1), b = Random(n, 2);
+  Backend be(4);
+  Node add("Add");
+  add.in({n}, a).in({n}, b).out({n});
+  ASSERT_TRUE(Runs(be, add));
+  std::vector<float> want(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) want[i] = a[i] + b[i];
+  ExpectExact(add.result(), want);
+}
+
+TEST(Elementwise, IntegerArithmetic) {
+  Backend be;
+  // int32 with broadcasting; division truncates toward zero; x / 0 gives 0
+  // (undefined in ONNX; the kernel must not trap).
+  Node div("Div");
+  div.in_i32({2, 3}, {7, -7, 9, INT32_MIN, 5, 0}, false).in_i32({3}, {2, 2, -1}, false).out({2, 3}, I32);
+  ASSERT_TRUE(Runs(be, div));
+  EXPECT_EQ(div.output().values<int32_t>(),
+            (std::vector<int32_t>{3, -3, -9, INT32_MIN / 2, 2, 0}));
+  Node div0("Div");
+  div0.in_i64({3}, {5, -5, INT64_MIN}, false).in_i64({3}, {0, 3, -1}, false).out({3}, I64);
+  ASSERT_TRUE(Runs(be, div0));
+  EXPECT_EQ(div0.output().values<int64_t>(), (std::vector<int64_t>{0, -1, INT64_MIN}));
+
+  Node add("Add");
+  add.in_i64({2, 1}, {10, 20}, false).in_i64({3}, {1, 2, 3}, false).out({2, 3}, I64);
+  ASSERT_TRUE(Runs(be, add));
+  EXPECT_EQ(add.output().values<int64_t>(), (std::vector<int64_t>{11, 12, 13, 21, 22, 23}));
+  Node mul("Mul");
+  mul.in_i32({2}, {INT32_MAX, -3}, false).in_i32({}, {2}, false).out({2}, I32);
+  ASSERT_TRUE(Runs(be, mul));
+  EXPECT_EQ(mul.output().values<int32_t>(), (std::vector<int32_t>{-2, -6}));  // wraps
+  Node sub("Sub");
+  sub.in_i32({3}, {1, 2, 3}, false).in_i32({1}, {5}, false).out({3}, I32);
+  ASSERT_TRUE(Runs(be, sub));
+  EXPECT_EQ(sub.output().values<int32_t>(), (std::vector<int32_t>{-4, -3, -2}));
+}
+
+TEST(Elementwise, AddInPlace) {
+  // The memory plan may give an elementwise output its dying input's buffer.
+  Backend be(2);
+  Node n("Add");
+  const std::vector<float> a = Random(1000, 3), b = Random(1000, 4);
+  n.in({10, 100}, a).in({100}, std::vector<float>(b.begin(), b.begin() + 100)).out({10, 100});
+  n.abi();
+  n.output().abi.data = n.input(0).abi.data;
+  ASSERT_TRUE(Runs(be, n));
+  const std::vector<float> got = n.input(0).values<float>();
+  for (int64_t i = 0; i < 1000; ++i) EXPECT_EQ(got[i], a[i] + b[i % 100]);
+}
+
+TEST(Elementwise, ReluSigmoidClip) {
+  Backend be(2);
+  const std::vector<float> x = {-3.0f, -0.5f, 0.0f, 0.25f, 2.0f, 7.5f, -100.0f, 100.0f};
+  Node relu("Relu");
+  relu.in({8}, x).out({8});
+  ASSERT_TRUE(Runs(be, relu));
+  ExpectExact(relu.result(), {0, 0, 0, 0.25f, 2, 7.5f, 0, 100});
+
+  Node sig("Sigmoid");
+  sig.in({2, 4}, x).out({2, 4});
+  ASSERT_TRUE(Runs(be, sig));
+  std::vector<double> want;
+  for (float v : x) want.push_back(1.0 / (1.0 + std::exp(-static_cast<double>(v))));
+  ExpectNear(sig.result(), want, 1e-5, 1e-6);
+
+  Node clip("Clip");  // opset 11+: bounds as inputs
+  clip.in({8}, x).in({}, {-1.0f}, true).in({}, {2.5f}, true).out({8});
+  ASSERT_TRUE(Runs(be, clip));
+  ExpectExact(clip.result(), {-1, -0.5f, 0, 0.25f, 2, 2.5f, -1, 2.5f});
+
+  Node clip_max_only("Clip");
+  clip_max_only.in({8}, x).absent().in({}, {0.1f}, false).out({8});
+  ASSERT_TRUE(Runs(be, clip_max_only));
+  ExpectExact(clip_max_only.result(), {-3, -0.5f, 0, 0.1f, 0.1f, 0.1f, -100, 0.1f});
+
+  Node clip_none("Clip");
+  clip_none.in({8}, x).out({8});
+  ASSERT_TRUE(Runs(be, clip_none));
+  ExpectExact(clip_none.result(), x);
+}
+
+// ===========================================================================
+// Convolution.
+
+struct ConvCase {
+  int64_t n, c, m, group;
+  Shape in;  // spatial
+  Shape kernel, strides, dilations, pads;  // pads: begins then ends
+  std::string auto_pad;  // "" = NOTSET with explicit pads
+  bool bias;
+};
+
+// Output size along one axis (ONNX Conv).
+int64_t ConvOut(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe) {
+  return (in + pb + pe - (d * (k - 1) + 1)) / s + 1;
+}
+
+// Naive Conv, any number of spatial dims, from the ONNX definition.
+DotRef RefConv(const ConvCase& c, const std::vector<float>& x, const std::vector<float>& w,
+               const std::vector<float>& bias, const Shape& pads_begin, const Shape& out_sp) {
+  const size_t r = c.in.size();
+  const int64_t cg = c.c / c.group, mg = c.m / c.group;
+  const int64_t out_pixels = Numel(out_sp), in_pixels = Numel(c.in), taps = Numel(c.kernel);
+  DotRef ref(c.n * c.m * out_pixels);
+  ref.terms = cg * taps;
+  for (int64_t n = 0; n < c.n; ++n) {
+    for (int64_t m = 0; m < c.m; ++m) {
+      const int64_t g = m / mg;
+      for (int64_t o = 0; o < out_pixels; ++o) {
+        const int64_t oi = (n * c.m + m) * out_pixels + o;
+        if (c.bias) ref.add(oi, bias[m]);
+        const Shape op = Unravel(o, out_sp);
+        for (int64_t ci = 0; ci < cg; ++ci) {
+          for (int64_t t = 0; t < taps; ++t) {
+            const Shape kp = Unravel(t, c.kernel);
+            int64_t in_off = 0;
+            bool inside = true;
+            for (size_t a = 0; a < r; ++a) {
+              const int64_t pos = op[a] * c.strides[a] - pads_begin[a] + kp[a] * c.dilations[a];
+              if (pos < 0 || pos >= c.in[a]) inside = false;
+              in_off = in_off * c.in[a] + pos;
+            }
+            if (!inside) continue;
+            const float xv = x[(n * c.c + g * cg + ci) * in_pixels + in_off];
+            const float wv = w[(m * cg + ci) * taps + t];
+            ref.add(oi, static_cast<double>(xv) * wv);
+          }
+        }
+      }
+    }
+  }
+  return ref;
+}
+
+void PrintTo(const ConvCase& c, std::ostream* os) {
+  *os << "n" << c.n << " c" << c.c << " m" << c.m << " g" << c.group << " in" << Str(c.in) << " k"
+      << Str(c.kernel) << " s" << Str(c.strides) << " d" << Str(c.dilations) << " p" << Str(c.pads)
+      << " " << c.auto_pad << (c.bias ? " bias" : "");
+}
+
+class ConvSweep : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(ConvSweep, MatchesReference) {
+  const ConvCase& c = GetParam();
+  const size_t r = c.in.size();
+  Shape pads_begin(r), pads_end(r), out_sp(r);
+  for (size_t a = 0; a < r; ++a) {
+    if (c.auto_pad == "SAME_UPPER" || c.auto_pad == "SAME_LOWER") {
+      out_sp[a] = (c.in[a] + c.strides[a] - 1) / c.strides[a];
+      const int64_t total = std::max<int64_t>(
+          0, (out_sp[a] - 1) * c.strides[a] + c.dilations[a] * (c.kernel[a] - 1) + 1 - c.in[a]);
+      pads_begin[a] = c.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads_end[a] = total - pads_begin[a];
+    } else if (c.auto_pad == "VALID") {
+      out_sp[a] = ConvOut(c.in[a], c.kernel[a], c.strides[a], c.dilations[a], 0, 0);
+    } else {
+      pads_begin[a] = c.pads[a];
+      pads_end[a] = c.pads[r + a];
+      out_sp[a] = ConvOut(c.in[a], c.kernel[a], c.strides[a], c.dilations[a], pads_begin[a], pads_end[a]);
+    }
+  }
+  Shape x_shape = {c.n, c.c}, w_shape = {c.m, c.c / c.group}, y_shape = {c.n, c.m};
+  x_shape.insert(x_shape.end(), c.in.begin(), c.in.end());
+  w_shape.insert(w_shape.end(), c.kernel.begin(), c.kernel.end());
+  y_shape.insert(y_shape.end(), out_sp.begin(), out_sp.end());
+  const std::vector<float> x = Random(Numel(x_shape), 21), w = Random(Numel(w_shape), 22),
+                           bias = Random(c.m, 23);
+  const DotRef ref = RefConv(c, x, w, bias, pads_begin, out_sp);
+  for (int threads : {1, 3}) {
+    for (bool constant_w : {true, false}) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + (constant_w ? " constant W" : " computed W"));
+      Backend be(threads);
+      Node n("Conv", "conv");
+      n.in(x_shape, x).in(w_shape, w, constant_w);
+      if (c.bias) n.in({c.m}, bias, true);
+      n.out(y_shape).i("group", c.group).ints("strides", c.strides).ints("dilations", c.dilations);
+      if (c.auto_pad.empty()) n.ints("pads", c.pads); else n.s("auto_pad", c.auto_pad);
+      if (threads == 1) n.ints("kernel_shape", c.kernel);
+      ASSERT_TRUE(Runs(be, n));
+      ExpectDot(n.result(), ref);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ConvSweep,
+    ::testing::Values(
+        // n, c, m, group, in, kernel, strides, dilations, pads, auto_pad, bias
+        ConvCase{1, 3, 4, 1, {7, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "", true},
+        ConvCase{2, 5, 6, 1, {11, 10}, {3, 3}, {2, 2}, {1, 1}, {1, 0, 1, 1}, "", true},
+        ConvCase{1, 4, 8, 1, {5, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, "", false},   // 1x1
+        ConvCase{1, 4, 8, 1, {6, 7}, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}, "", true},    // 1x1 s2
+        ConvCase{1, 6, 6, 6, {9, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "", true},    // depthwise
+        ConvCase{2, 4, 8, 4, {7, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, "", false},   // depthwise x2
+        ConvCase{1, 8, 6, 2, {6, 5}, {3, 2}, {1, 2}, {1, 1}, {2, 0, 1, 1}, "", true},    // groups
+        ConvCase{1, 3, 5, 1, {13, 12}, {3, 3}, {1, 1}, {2, 3}, {2, 3, 2, 3}, "", true},  // dilations
+        ConvCase{1, 2, 3, 1, {8, 8}, {3, 3}, {2, 2}, {1, 1}, {}, "SAME_UPPER", true},
+        ConvCase{1, 2, 3, 1, {8, 7}, {4, 4}, {3, 2}, {1, 1}, {}, "SAME_LOWER", true},
+        ConvCase{1, 2, 3, 1, {9, 9}, {3, 3}, {2, 2}, {1, 1}, {}, "VALID", false},
+        ConvCase{1, 1, 1, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, "", false},  // 1x1 image
+        ConvCase{1, 3, 2, 1, {1, 1}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "", true},   // all padding
+        ConvCase{1, 3, 4, 1, {5, 5}, {5, 5}, {1, 1}, {1, 1}, {0, 0, 0, 0}, "", true},   // full window
+        ConvCase{1, 70, 13, 1, {6, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "", true}, // K > one block
+        ConvCase{1, 300, 7, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, "", true}, // K > 256
+        // Output rows of 8 and 16 (whole im2col panels) touching the padding.
+        ConvCase{1, 3, 4, 1, {8, 16}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "", true},
+        ConvCase{1, 2, 3, 1, {9, 16}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, "", true},
+        ConvCase{1, 2, 3, 1, {4, 8}, {3, 5}, {1, 1}, {1, 1}, {0, 2, 0, 2}, "", false},
+        ConvCase{1, 3, 4, 1, {17}, {5}, {2}, {1}, {2, 1}, "", true},                    // 1-D
+        ConvCase{2, 4, 4, 4, {15}, {3}, {1}, {2}, {2, 2}, "", true},                    // 1-D depthwise
+        ConvCase{1, 2, 3, 1, {5, 6, 4}, {3, 2, 3}, {2, 1, 1}, {1, 1, 1}, {1, 0, 1, 1, 1, 1}, "", true},  // 3-D
+        ConvCase{1, 2, 2, 2, {4, 5, 6}, {3, 3, 3}, {1, 2, 1}, {1, 1, 2}, {1, 1, 1, 1, 1, 1}, "", false}  // 3-D depthwise
+        ));
+
+TEST(Conv, Handcomputed) {
+  // 1x1x3x3 input, 2x2 kernel of ones, stride 1, no padding, bias 0.5.
+  Backend be;
+  Node n("Conv");
+  n.in({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9})
+      .in({1, 1, 2, 2}, {1, 1, 1, 1}, true)
+      .in({1}, {0.5f}, true)
+      .out({1, 1, 2, 2});
+  ASSERT_TRUE(Runs(be, n));
+  ExpectExact(n.result(), {12.5f, 16.5f, 24.5f, 28.5f});
+}
+
+TEST(ConvTranspose, Handcomputed) {
+  // 1x1x2x2 input, kernel 2x2 of ones, stride 2: each input spreads to a
+  // 2x2 block.
+  Backend be;
+  Node n("ConvTranspose");
+  n.in({1, 1, 2, 2}, {1, 2, 3, 4}).in({1, 1, 2, 2}, {1, 1, 1, 1}, true).out({1, 1, 4, 4})
+      .ints("strides", {2, 2});
+  ASSERT_TRUE(Runs(be, n));
+  ExpectExact(n.result(), {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4});
+}
+
+struct ConvTransposeCase {
+  int64_t n, c, m, group;
+  Shape in, kernel, strides, dilations, pads, output_padding;
+  bool bias;
+};
+
+void PrintTo(const ConvTransposeCase& c, std::ostream* os) {
+  *os << "n" << c.n << " c" << c.c << " m" << c.m << " g" << c.group << " in" << Str(c.in) << " k"
+      << Str(c.kernel) << " s" << Str(c.strides) << " d" << Str(c.dilations) << " p" << Str(c.pads)
+      << " op" << Str(c.output_padding);
+}
+
+class ConvTransposeSweep : public ::testing::TestWithParam<ConvTransposeCase> {};
+
+TEST_P(ConvTransposeSweep, MatchesReference) {
+  const ConvTransposeCase& c = GetParam();
+  const size_t r = c.in.size();
+  Shape out_sp(r);
+  for (size_t a = 0; a < r; ++a) {
+    out_sp[a] = c.strides[a] * (c.in[a] - 1) + c.output_padding[a] +
+                ((c.kernel[a] - 1) * c.dilations[a] + 1) - c.pads[a] - c.pads[r + a];
+  }
+  const int64_t cg = c.c / c.group, mg = c.m / c.group;
+  Shape x_shape = {c.n, c.c}, w_shape = {c.c, mg}, y_shape = {c.n, c.m};
+  x_shape.insert(x_shape.end(), c.in.begin(), c.in.end());
+  w_shape.insert(w_shape.end(), c.kernel.begin(), c.kernel.end());
+  y_shape.insert(y_shape.end(), out_sp.begin(), out_sp.end());
+  const std::vector<float> x = Random(Numel(x_shape), 31), w = Random(Numel(w_shape), 32),
+                           bias = Random(c.m, 33);
+  // Scatter definition: y[n, g*mg+m, i*s - p + k*d] += x[n, g*cg+ci, i] * w[g*cg+ci, m, k].
+  const int64_t in_pixels = Numel(c.in), out_pixels = Numel(out_sp), taps = Numel(c.kernel);
+  DotRef ref(Numel(y_shape));
+  ref.terms = cg * taps;
+  for (int64_t n = 0; n < c.n; ++n) {
+    for (int64_t oc = 0; oc < c.m; ++oc) {
+      for (int64_t o = 0; o < out_pixels; ++o) {
+        if (c.bias) ref.add((n * c.m + oc) * out_pixels + o, bias[oc]);
+      }
+    }
+    for (int64_t ic = 0; ic < c.c; ++ic) {
+      const int64_t g = ic / cg;
+      for (int64_t i = 0; i < in_pixels; ++i) {
+        const Shape ip = Unravel(i, c.in);
+        for (int64_t m = 0; m < mg; ++m) {
+          for (int64_t t = 0; t < taps; ++t) {
+            const Shape kp = Unravel(t, c.kernel);
+            int64_t off = 0;
+            bool inside = true;
+            for (size_t a = 0; a < r; ++a) {
+              const int64_t pos = ip[a] * c.strides[a] - c.pads[a] + kp[a] * c.dilations[a];
+              if (pos < 0 || pos >= out_sp[a]) inside = false;
+              off = off * out_sp[a] + pos;
+            }
+            if (!inside) continue;
+            ref.add((n * c.m + g * mg + m) * out_pixels + off,
+                    static_cast<double>(x[(n * c.c + ic) * in_pixels + i]) * w[(ic * mg + m) * taps + t]);
+          }
+        }
+      }
+    }
+  }
+  Backend be(2);
+  Node node("ConvTranspose");
+  node.in(x_shape, x).in(w_shape, w, true);
+  if (c.bias) node.in({c.m}, bias, true);
+  node.out(y_shape).i("group", c.group).ints("strides", c.strides).ints("dilations", c.dilations)
+      .ints("pads", c.pads).ints("output_padding", c.output_padding);
+  ASSERT_TRUE(Runs(be, node));
+  ExpectDot(node.result(), ref);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ConvTransposeSweep,
+    ::testing::Values(
+        ConvTransposeCase{1, 3, 2, 1, {4, 5}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, {1, 0}, true},
+        ConvTransposeCase{2, 4, 6, 2, {3, 3}, {2, 3}, {1, 2}, {2, 1}, {0, 1, 0, 1}, {0, 1}, false},
+        ConvTransposeCase{1, 2, 2, 1, {7}, {4}, {3}, {1}, {1, 2}, {2}, true},
+        ConvTransposeCase{1, 1, 1, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, {0, 0}, false}));
+
+// ===========================================================================
+// Gemm and MatMul.
+
+struct GemmCase {
+  int64_t m, n, k;
+  bool trans_a, trans_b;
+  float alpha, beta;
+  Shape c_shape;  // empty vector with has_c false: no C
+  bool has_c;
+};
+
+void PrintTo(const GemmCase& c, std::ostream* os) {
+  *os << "m" << c.m << " n" << c.n << " k" << c.k << (c.trans_a ? " tA" : "") << (c.trans_b ? " tB" : "")
+      << " alpha " << c.alpha << " beta " << c.beta << (c.has_c ? " C" + Str(c.c_shape) : "");
+}
+
+class GemmSweep : public ::testing::TestWithParam<GemmCase> {};
+
+TEST_P(GemmSweep, MatchesReference) {
+  const GemmCase& c = GetParam();
+  const Shape a_shape = c.trans_a ? Shape{c.k, c.m} : Shape{c.m, c.k};
+  const Shape b_shape = c.trans_b ? Shape{c.n, c.k} : Shape{c.k, c.n};
+  const std::vector<float> a = Random(Numel(a_shape), 41), b = Random(Numel(b_shape), 42),
+                           cv = Random(c.has_c ? Numel(c.c_shape) : 0, 43);
+  DotRef ref(c.m * c.n);
+  ref.terms = c.k + 1;
+  for (int64_t i = 0; i < c.m; ++i) {
+    for (int64_t j = 0; j < c.n; ++j) {
+      for (int64_t p = 0; p < c.k; ++p) {
+        const float av = c.trans_a ? a[p * c.m + i] : a[i * c.k + p];
+        const float bv = c.trans_b ? b[j * c.k + p] : b[p * c.n + j];
+        ref.add(i * c.n + j, static_cast<double>(c.alpha) * av * bv);
+      }
+      if (c.has_c) ref.add(i * c.n + j, static_cast<double>(c.beta) * cv[BroadcastOffset(c.c_shape, {i, j})]);
+    }
+  }
+  for (int threads : {1, 4}) {
+    for (bool constant_b : {true, false}) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + (constant_b ? " constant B" : ""));
+      Backend be(threads);
+      Node n("Gemm");
+      n.in(a_shape, a).in(b_shape, b, constant_b);
+      if (c.has_c) n.in(c.c_shape, cv, true);
+      n.out({c.m, c.n}).i("transA", c.trans_a).i("transB", c.trans_b).f("alpha", c.alpha).f("beta", c.beta);
+      ASSERT_TRUE(Runs(be, n));
+      ExpectDot(n.result(), ref);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, GemmSweep,
+    ::testing::Values(GemmCase{3, 4, 5, false, false, 1.0f, 1.0f, {}, false},
+                      GemmCase{7, 9, 13, true, false, 0.5f, 2.0f, {9}, true},
+                      GemmCase{7, 9, 13, false, true, 1.0f, 1.0f, {7, 1}, true},
+                      GemmCase{6, 8, 300, true, true, -1.5f, 0.25f, {7 - 1, 8}, true},
+                      GemmCase{1, 1000, 512, false, true, 1.0f, 1.0f, {1000}, true},  // classifier
+                      GemmCase{1, 1, 1, false, false, 2.0f, 3.0f, {}, true},          // scalar C
+                      GemmCase{13, 17, 0, false, false, 1.0f, 1.0f, {1, 17}, true},   // K = 0
+                      GemmCase{50, 70, 40, false, false, 1.0f, 0.0f, {50, 70}, true}));
+
+struct MatMulCase {
+  Shape a, b, out;
+};
+
+void PrintTo(const MatMulCase& c, std::ostream* os) {
+  *os << Str(c.a) << " x " << Str(c.b) << " -> " << Str(c.out);
+}
+
+class MatMulSweep : public ::testing::TestWithParam<MatMulCase> {};
+
+TEST_P(MatMulSweep, MatchesReference) {
+  const MatMulCase& c = GetParam();
+  Shape a = c.a, b = c.b;
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), 1);
+  if (b_vec) b.push_back(1);
+  const int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
+  const Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
+  Shape batch = LocalBroadcast(a_batch, b_batch);
+  const std::vector<float> av = Random(Numel(c.a), 51), bv = Random(Numel(c.b), 52);
+  DotRef ref(Numel(batch) * m * n);
+  ref.terms = k;
+  for (int64_t t = 0; t < Numel(batch); ++t) {
+    const Shape idx = Unravel(t, batch);
+    const int64_t ao = BroadcastOffset(a_batch, idx) * m * k, bo = BroadcastOffset(b_batch, idx) * k * n;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t p = 0; p < k; ++p) {
+          ref.add((t * m + i) * n + j, static_cast<double>(av[ao + i * k + p]) * bv[bo + p * n + j]);
+        }
+      }
+    }
+  }
+  for (int threads : {1, 3}) {
+    for (bool constant_b : {false, true}) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + (constant_b ? " constant B" : ""));
+      Backend be(threads);
+      Node node("MatMul");
+      node.in(c.a, av).in(c.b, bv, constant_b).out(c.out);
+      ASSERT_TRUE(Runs(be, node));
+      ExpectDot(node.result(), ref);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, MatMulSweep,
+    ::testing::Values(MatMulCase{{3, 4}, {4, 5}, {3, 5}},
+                      MatMulCase{{4}, {4, 5}, {5}},            // 1-D A
+                      MatMulCase{{3, 4}, {4}, {3}},            // 1-D B
+                      MatMulCase{{4}, {4}, {}},                // dot product
+                      MatMulCase{{2, 1, 3, 4}, {5, 4, 2}, {2, 5, 3, 2}},
+                      MatMulCase{{6, 7, 8}, {8, 9}, {6, 7, 9}},
+                      MatMulCase{{8}, {3, 8, 2}, {3, 2}},       // 1-D A, batched B
+                      MatMulCase{{2, 3, 5, 8}, {8}, {2, 3, 5}},
+                      MatMulCase{{12, 16, 33}, {12, 33, 16}, {12, 16, 16}},  // lanes
+                      MatMulCase{{0, 3, 4}, {4, 2}, {0, 3, 2}},  // zero batch
+                      MatMulCase{{3, 0}, {0, 2}, {3, 2}}));      // K = 0
+
+// ===========================================================================
+// Pooling.
+
+struct PoolCase {
+  std::string op;
+  Shape x;  // N, C, spatial
+  Shape kernel, strides, pads, dilations;
+  int64_t ceil_mode, count_include_pad;
+  Shape out;  // expected output shape, computed by hand
+};
+
+void PrintTo(const PoolCase& c, std::ostream* os) {
+  *os << c.op << " " << Str(c.x) << " k" << Str(c.kernel) << " s" << Str(c.strides) << " p"
+      << Str(c.pads) << " d" << Str(c.dilations) << " ceil " << c.ceil_mode << " incl "
+      << c.count_include_pad;
+}
+
+class PoolSweep : public ::testing::TestWithParam<PoolCase> {};
+
+TEST_P(PoolSweep, MatchesReference) {
+  const PoolCase& c = GetParam();
+  const size_t r = c.kernel.size();
+  const Shape in_sp(c.x.begin() + 2, c.x.end()), out_sp(c.out.begin() + 2, c.out.end());
+  const std::vector<float> x = Random(Numel(c.x), 61);
+  const bool is_max = c.op == "MaxPool";
+  const int64_t planes = c.x[0] * c.x[1];
+  std::vector<double> want;
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t o = 0; o < Numel(out_sp); ++o) {
+      const Shape op = Unravel(o, out_sp);
+      double best = -std::numeric_limits<double>::infinity(), sum = 0;
+      int64_t valid = 0, padded = 0;
+      for (int64_t t = 0; t < Numel(c.kernel); ++t) {
+        const Shape kp = Unravel(t, c.kernel);
+        bool inside = true, in_padded = true;
+        int64_t off = 0;
+        for (size_t a = 0; a < r; ++a) {
+          const int64_t pos = op[a] * c.strides[a] - c.pads[a] + kp[a] * c.dilations[a];
+          if (pos < 0 || pos >= in_sp[a]) inside = false;
+          if (pos < -c.pads[a] || pos >= in_sp[a] + c.pads[r + a]) in_padded = false;
+          off = off * in_sp[a] + pos;
+        }
+        if (in_padded) ++padded;
+        if (!inside) continue;
+        ++valid;
+        const double v = x[p * Numel(in_sp) + off];
+        best = std::max(best, v);
+        sum += v;
+      }
+      want.push_back(is_max ? best : sum / static_cast<double>(c.count_include_pad ? padded : valid));
+    }
+  }
+  Backend be(3);
+  Node n(c.op);
+  n.in(c.x, x).out(c.out).ints("kernel_shape", c.kernel).ints("strides", c.strides)
+      .ints("pads", c.pads).i("ceil_mode", c.ceil_mode);
+  if (is_max) n.ints("dilations", c.dilations); else n.i("count_include_pad", c.count_include_pad);
+  ASSERT_TRUE(Runs(be, n));
+  // Max is exact; an average of up to 27 values rounds at most ~27 times.
+  ExpectNear(n.result(), want, is_max ? 0.0 : 64 * kUnitRoundoff, is_max ? 0.0 : 1e-7);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, PoolSweep,
+    ::testing::Values(
+        PoolCase{"MaxPool", {1, 2, 7, 7}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0, {1, 2, 4, 4}},
+        PoolCase{"MaxPool", {2, 3, 6, 5}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0, {2, 3, 3, 3}},
+        PoolCase{"MaxPool", {1, 1, 8, 9}, {3, 2}, {1, 2}, {1, 0, 1, 1}, {2, 1}, 0, 0, {1, 1, 6, 5}},
+        PoolCase{"MaxPool", {1, 2, 9}, {3}, {2}, {1, 1}, {1}, 1, 0, {1, 2, 5}},
+        PoolCase{"MaxPool", {1, 1, 4, 4, 4}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0, 0, 0, 0}, {1, 1, 1}, 0, 0, {1, 1, 2, 2, 2}},
+        PoolCase{"AveragePool", {1, 2, 7, 7}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0, {1, 2, 4, 4}},
+        PoolCase{"AveragePool", {1, 2, 7, 7}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 1, {1, 2, 4, 4}},
+        PoolCase{"AveragePool", {1, 1, 6, 6}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0, {1, 1, 3, 3}},
+        PoolCase{"AveragePool", {1, 1, 6, 6}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, 1, {1, 1, 4, 4}},
+        PoolCase{"AveragePool", {2, 1, 5, 4}, {2, 3}, {1, 1}, {0, 1, 1, 1}, {1, 1}, 0, 1, {2, 1, 5, 4}},
+        PoolCase{"AveragePool", {1, 1, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 0, 0, {1, 1, 1, 1}}));
+
+TEST(Pool, MaxPoolHandcomputedCeilMode) {
+  // 1x1x3x3, kernel 2, stride 2, ceil_mode: windows {0,1}x{0,1}, {0,1}x{2},
+  // {2}x{0,1}, {2}x{2}.
+  Backend be;
+  Node n("MaxPool");
+  n.in({1, 1, 3, 3}, {1, 5, 2, 7, 3, 9, 4, 8, 6}).out({1, 1, 2, 2})
+      .ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).i("ceil_mode", 1);
+  ASSERT_TRUE(Runs(be, n));
+  ExpectExact(n.result(), {7, 9, 8, 6});
+  Node avg("AveragePool");
+  avg.in({1, 1, 3, 3}, {1, 5, 2, 7, 3, 9, 4, 8, 6}).out({1, 1, 2, 2})
+      .ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).i("ceil_mode", 1);
+  ASSERT_TRUE(Runs(be, avg));
+  ExpectExact(avg.result(), {4, 5.5f, 6, 6});
+}
+
+TEST(Pool, GlobalAveragePool) {
+  Backend be(2);
+  const std::vector<float> x = Random(2 * 3 * 5 * 7, 71);
+  Node n("GlobalAveragePool");
+  n.in({2, 3, 5, 7}, x).out({2, 3, 1, 1});
+  ASSERT_TRUE(Runs(be, n));
+  std::vector<double> want(6, 0.0);
+  for (int64_t p = 0; p < 6; ++p) {
+    for (int64_t i = 0; i < 35; ++i) want[p] += x[p * 35 + i] / 35.0;
+  }
+  // 35 float additions and one division: ~36 roundings of the sum.
+  ExpectNear(n.result(), want, 0.0, 40 * kUnitRoundoff);
+}
+
+// ===========================================================================
+// Normalisation and Softmax.
+
+TEST(Norm, BatchNormalization) {
+  Backend be(2);
+  const Shape x_shape = {2, 3, 4, 5};
+  const std::vector<float> x = Random(Numel(x_shape), 81), scale = Random(3, 82),
+                           bias = Random(3, 83), mean = Random(3, 84),
+                           var = Random(3, 85, 0.1f, 2.0f);
+  const float eps = 1e-3f;
+  Node n("BatchNormalization");
+  n.in(x_shape, x).in({3}, scale, true).in({3}, bias, true).in({3}, mean, true).in({3}, var, true)
+      .out(x_shape).f("epsilon", eps);
+  ASSERT_TRUE(Runs(be, n));
+  std::vector<double> want;
+  for (int64_t i = 0; i < Numel(x_shape); ++i) {
+    const int64_t c = (i / 20) % 3;
+    want.push_back((x[i] - static_cast<double>(mean[c])) / std::sqrt(static_cast<double>(var[c]) + eps) *
+                       scale[c] + bias[c]);
+  }
+  // Folded into y = x*m + a in float: a handful of roundings of values <~ 10.
+  ExpectNear(n.result(), want, 1e-5, 1e-5);
+}
+
+std::vector<double> RefSoftmax(const Shape& s, const std::vector<float>& x, int64_t axis, bool log) {
+  const int64_t outer = Numel(Shape(s.begin(), s.begin() + axis)), len = s[axis],
+                inner = Numel(Shape(s.begin() + axis + 1, s.end()));
+  std::vector<double> y(x.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      double sum = 0;
+      for (int64_t j = 0; j < len; ++j) sum += std::exp(static_cast<double>(x[(o * len + j) * inner + i]));
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t at = (o * len + j) * inner + i;
+        y[at] = log ? x[at] - std::log(sum) : std::exp(static_cast<double>(x[at])) / sum;
+      }
+    }
+  }
+  return y;
+}
+
+TEST(Softmax, Axes) {
+  const Shape s = {2, 3, 4};
+  const std::vector<float> x = Random(24, 91, -4.0f, 4.0f);
+  Backend be(2);
+  for (int64_t axis : {0, 1, 2, -1, -3}) {
+    for (const char* op : {"Softmax", "LogSoftmax"}) {
+      SCOPED_TRACE(std::string(op) + " axis " + std::to_string(axis));
+      Node n(op);
+      n.in(s, x).out(s).i("axis", axis);
+      ASSERT_TRUE(Runs(be, n));
+      // exp and log: a few ulps; the sum over <= 4 terms a few more.
+      ExpectNear(n.result(), RefSoftmax(s, x, axis < 0 ? axis + 3 : axis, op[0] == 'L'), 1e-5, 1e-6);
+    }
+  }
+  Node def("Softmax");  // default axis -1
+  def.in(s, x).out(s);
+  ASSERT_TRUE(Runs(be, def));
+  ExpectNear(def.result(), RefSoftmax(s, x, 2, false), 1e-5, 1e-6);
+  Node big("Softmax");  // large logits must not overflow
+  big.in({3}, {1000.0f, 1001.0f, 1002.0f}).out({3});
+  ASSERT_TRUE(Runs(be, big));
+  const double e1 = std::exp(-1.0), e2 = std::exp(-2.0), z = 1 + e1 + e2;
+  ExpectNear(big.result(), {e2 / z, e1 / z, 1 / z}, 1e-5, 1e-6);
+}
+
+// ===========================================================================
+// Data movement.
+
+TEST(Shape, FlattenReshapeIdentityCopy) {
+  Backend be;
+  const std::vector<float> x = Random(24, 101);
+  Node flat("Flatten");
+  flat.in({2, 3, 4}, x).out({2, 12}).i("axis", 1);
+  ASSERT_TRUE(Runs(be, flat));
+  ExpectExact(flat.result(), x);
+  Node reshape("Reshape");
+  reshape.in({2, 3, 4}, x).in_i64({3}, {4, -1, 2}).out({4, 3, 2});
+  ASSERT_TRUE(Runs(be, reshape));
+  ExpectExact(reshape.result(), x);
+  Node id("Identity");
+  id.in_i64({3}, {1, -2, 3}, false).out({3}, I64);
+  ASSERT_TRUE(Runs(be, id));
+  EXPECT_EQ(id.output().values<int64_t>(), (std::vector<int64_t>{1, -2, 3}));
+  Node inplace("Reshape");
+  inplace.in({2, 3, 4}, x).in_i64({2}, {6, 4}).out({6, 4});
+  inplace.abi();
+  inplace.output().abi.data = inplace.input(0).abi.data;
+  ASSERT_TRUE(Runs(be, inplace));
+  ExpectExact(inplace.input(0).values<float>(), x);
+}
+
+TEST(Shape, ReshapeComputedShapeIsCheckedAtRun) {
+  Backend be;
+  Node ok("Reshape", "rs");
+  ok.in({2, 6}, Random(12, 1)).in_i64({2}, {3, 0}, false).out({3, 4});
+  // 0 copies the input dim (6), so the declared 3x4 is wrong for this value.
+  std::string err;
+  const kite_status st = be.run(ok, &err);
+  EXPECT_NE(st, KITE_OK);
+  EXPECT_NE(err.find("rs"), std::string::npos) << err;
+  Node good("Reshape", "rs2");
+  good.in({2, 6}, Random(12, 1)).in_i64({2}, {-1, 4}, false).out({3, 4});
+  EXPECT_TRUE(Runs(be, good));
+}
+
+TEST(Shape, Concat) {
+  Backend be(3);
+  const std::vector<float> a = Random(2 * 3 * 4, 111), b = Random(2 * 1 * 4, 112),
+                           c = Random(2 * 5 * 4, 113);
+  Node n("Concat");
+  n.in({2, 3, 4}, a).in({2, 1, 4}, b).in({2, 5, 4}, c).out({2, 9, 4}).i("axis", 1);
+  ASSERT_TRUE(Runs(be, n));
+  std::vector<float> want;
+  for (int64_t o = 0; o < 2; ++o) {
+    want.insert(want.end(), a.begin() + o * 12, a.begin() + o * 12 + 12);
+    want.insert(want.end(), b.begin() + o * 4, b.begin() + o * 4 + 4);
+    want.insert(want.end(), c.begin() + o * 20, c.begin() + o * 20 + 20);
+  }
+  ExpectExact(n.result(), want);
+  Node ints("Concat");
+  ints.in_i64({2}, {1, 2}, false).in_i64({0}, {}, false).in_i64({1}, {3}, false).out({3}, I64).i("axis", -1);
+  ASSERT_TRUE(Runs(be, ints));
+  EXPECT_EQ(ints.output().values<int64_t>(), (std::vector<int64_t>{1, 2, 3}));
+}
+
+TEST(Shape, Transpose) {
+  Backend be(2);
+  const Shape s = {2, 3, 4, 5};
+  const std::vector<float> x = Random(Numel(s), 121);
+  const std::vector<Shape> perms = {{0, 2, 3, 1}, {3, 2, 1, 0}, {0, 1, 2, 3}, {1, 0, 2, 3}, {2, 0, 3, 1}};
+  for (const Shape& perm : perms) {
+    Shape out(4);
+    for (int d = 0; d < 4; ++d) out[d] = s[perm[d]];
+    Node n("Transpose");
+    n.in(s, x).out(out).ints("perm", perm);
+    ASSERT_TRUE(Runs(be, n));
+    std::vector<float> want(x.size());
+    for (int64_t i = 0; i < Numel(out); ++i) {
+      const Shape oi = Unravel(i, out);
+      Shape ii(4);
+      for (int d = 0; d < 4; ++d) ii[perm[d]] = oi[d];
+      want[i] = x[((ii[0] * 3 + ii[1]) * 4 + ii[2]) * 5 + ii[3]];
+    }
+    ExpectExact(n.result(), want);
+  }
+  Node def("Transpose");  // default: reverse
+  def.in_i32({2, 3}, {1, 2, 3, 4, 5, 6}, false).out({3, 2}, I32);
+  ASSERT_TRUE(Runs(be, def));
+  EXPECT_EQ(def.output().values<int32_t>(), (std::vector<int32_t>{1, 4, 2, 5, 3, 6}));
+}
+
+TEST(ZeroSize, KernelsDoNothing) {
+  Backend be(2);
+  Node relu("Relu");
+  relu.in({0, 4}, {}).out({0, 4});
+  EXPECT_TRUE(Runs(be, relu));
+  Node t("Transpose");
+  t.in({3, 0}, {}).out({0, 3});
+  EXPECT_TRUE(Runs(be, t));
+  Node sm("Softmax");
+  sm.in({0, 5}, {}).out({0, 5});
+  EXPECT_TRUE(Runs(be, sm));
+  Node cat("Concat");
+  cat.in({0, 2}, {}).in({0, 3}, {}).out({0, 5}).i("axis", 1);
+  EXPECT_TRUE(Runs(be, cat));
+  Node mm("MatMul");
+  mm.in({2, 0}, {}).in({0, 3}, {}).out({2, 3});
+  ASSERT_TRUE(Runs(be, mm));
+  ExpectExact(mm.result(), std::vector<float>(6, 0.0f));  // empty sum
+}
+
+// ===========================================================================
+// Priority-2 ops.
+
+TEST(Unary, MathFunctions) {
+  const std::vector<float> x = {-2.5f, -1.0f, -0.3f, 0.0f, 0.4f, 1.0f, 3.0f};
+  const std::vector<float> pos = {0.1f, 0.5f, 1.0f, 2.0f, 9.0f, 100.0f, 1e-3f};
+  struct U {
+    const char* op;
+    const std::vector<float>* in;
+    std::function<double(double)> f;
+  };
+  const U cases[] = {
+      {"Sqrt", &pos, [](double v) { return std::sqrt(v); }},
+      {"Reciprocal", &pos, [](double v) { return 1.0 / v; }},
+      {"Exp", &x, [](double v) { return std::exp(v); }},
+      {"Log", &pos, [](double v) { return std::log(v); }},
+      {"Abs", &x, [](double v) { return std::fabs(v); }},
+      {"Neg", &x, [](double v) { return -v; }},
+      {"Erf", &x, [](double v) { return std::erf(v); }},
+      {"Tanh", &x, [](double v) { return std::tanh(v); }},
+      {"HardSwish", &x, [](double v) { return v * std::clamp(v / 6 + 0.5, 0.0, 1.0); }},
+      {"Gelu", &x, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }},
+  };
+  Backend be;
+  for (const U& u : cases) {
+    SCOPED_TRACE(u.op);
+    Node n(u.op);
+    n.in({7}, *u.in).out({7});
+    ASSERT_TRUE(Runs(be, n));
+    std::vector<double> want;
+    for (float v : *u.in) want.push_back(u.f(v));
+    ExpectNear(n.result(), want, 1e-5, 1e-6);
+  }
+  Node leaky("LeakyRelu");
+  leaky.in({7}, x).out({7}).f("alpha", 0.1f);
+  ASSERT_TRUE(Runs(be, leaky));
+  ExpectNear(leaky.result(), {-0.25, -0.1, -0.03, 0, 0.4, 1, 3}, 1e-6, 0);
+  Node elu("Elu");
+  elu.in({7}, x).out({7}).f("alpha", 2.0f);
+  ASSERT_TRUE(Runs(be, elu));
+  std::vector<double> want;
+  for (float v : x) want.push_back(v > 0 ? v : 2.0 * (std::exp(static_cast<double>(v)) - 1));
+  ExpectNear(elu.result(), want, 1e-5, 1e-6);
+  Node hs("HardSigmoid");
+  hs.in({7}, x).out({7}).f("alpha", 0.5f).f("beta", 0.6f);
+  ASSERT_TRUE(Runs(be, hs));
+  ExpectNear(hs.result(), {0, 0.1, 0.45, 0.6, 0.8, 1, 1}, 1e-6, 1e-7);
+  Node gelu_tanh("Gelu");
+  gelu_tanh.in({7}, x).out({7}).s("approximate", "tanh");
+  ASSERT_TRUE(Runs(be, gelu_tanh));
+  want.clear();
+  for (float v : x) {
+    const double d = v;
+    want.push_back(0.5 * d * (1 + std::tanh(std::sqrt(2 / 3.14159265358979323846) * (d + 0.044715 * d * d * d))));
+  }
+  ExpectNear(gelu_tanh.result(), want, 1e-5, 1e-6);
+  Node abs_i("Abs");
+  abs_i.in_i64({3}, {-5, 0, INT64_MIN}, false).out({3}, I64);
+  ASSERT_TRUE(Runs(be, abs_i));
+  EXPECT_EQ(abs_i.output().values<int64_t>(), (std::vector<int64_t>{5, 0, INT64_MIN}));
+  Node no("Not");
+  no.in_bool({3}, {0, 1, 0}).out({3}, BOOL);
+  ASSERT_TRUE(Runs(be, no));
+  EXPECT_EQ(no.output().values<uint8_t>(), (std::vector<uint8_t>{1, 0, 1}));
+}
+
+TEST(Binary, PowPReluComparisonsLogic) {
+  Backend be;
+  Node pow("Pow");
+  pow.in({2, 2}, {2, 3, 4, 9}).in({2}, {2.0f, 0.5f}).out({2, 2});
+  ASSERT_TRUE(Runs(be, pow));
+  ExpectNear(pow.result(), {4, std::sqrt(3.0), 16, 3}, 1e-6, 0);
+  Node powi("Pow");
+  powi.in({3}, {2, -3, 0.5f}).in_i64({}, {3}, false).out({3});
+  ASSERT_TRUE(Runs(be, powi));
+  ExpectNear(powi.result(), {8, -27, 0.125}, 1e-6, 0);
+  Node prelu("PRelu");
+  prelu.in({2, 2, 2}, {-1, 2, -3, 4, -5, 6, -7, 8}).in({2, 1, 1}, {0.5f, 0.25f}, true).out({2, 2, 2});
+  ASSERT_TRUE(Runs(be, prelu));
+  ExpectExact(prelu.result(), {-0.5f, 2, -1.5f, 4, -1.25f, 6, -1.75f, 8});
+  Node eq("Equal");
+  eq.in_i64({2, 2}, {1, 2, 3, 4}, false).in_i64({2}, {1, 4}, false).out({2, 2}, BOOL);
+  ASSERT_TRUE(Runs(be, eq));
+  EXPECT_EQ(eq.output().values<uint8_t>(), (std::vector<uint8_t>{1, 0, 0, 1}));
+  Node gt("Greater");
+  gt.in({3}, {1, 2, 3}).in({}, {2}).out({3}, BOOL);
+  ASSERT_TRUE(Runs(be, gt));
+  EXPECT_EQ(gt.output().values<uint8_t>(), (std::vector<uint8_t>{0, 0, 1}));
+  Node lt("Less");
+  lt.in_i32({3}, {1, 2, 3}, false).in_i32({3}, {3, 2, 1}, false).out({3}, BOOL);
+  ASSERT_TRUE(Runs(be, lt));
+  EXPECT_EQ(lt.output().values<uint8_t>(), (std::vector<uint8_t>{1, 0, 0}));
+  Node land("And");
+  land.in_bool({2, 2}, {0, 1, 0, 1}).in_bool({2, 1}, {1, 0}).out({2, 2}, BOOL);
+  ASSERT_TRUE(Runs(be, land));
+  EXPECT_EQ(land.output().values<uint8_t>(), (std::vector<uint8_t>{0, 1, 0, 0}));
+  Node lor("Or");
+  lor.in_bool({2, 2}, {0, 1, 0, 1}).in_bool({2, 1}, {1, 0}).out({2, 2}, BOOL);
+  ASSERT_TRUE(Runs(be, lor));
+  EXPECT_EQ(lor.output().values<uint8_t>(), (std::vector<uint8_t>{1, 1, 0, 1}));
+  Node where("Where");
+  where.in_bool({2, 1}, {1, 0}).in({3}, {1, 2, 3}).in({}, {-1}).out({2, 3});
+  ASSERT_TRUE(Runs(be, where));
+  ExpectExact(where.result(), {1, 2, 3, -1, -1, -1});
+}
+
+TEST(Shape, SliceGatherSplit) {
+  Backend be(2);
+  std::vector<float> x(4 * 5);
+  for (int i = 0; i < 20; ++i) x[i] = static_cast<float>(i);
+  Node sl("Slice");  // rows 1..3, columns 4, 2, 0 (negative step)
+  sl.in({4, 5}, x).in_i64({2}, {1, -1}).in_i64({2}, {3, -100}).in_i64({2}, {0, 1}).in_i64({2}, {1, -2})
+      .out({2, 3});
+  ASSERT_TRUE(Runs(be, sl));
+  ExpectExact(sl.result(), {9, 7, 5, 14, 12, 10});
+  Node sl_end("Slice");  // ends beyond the dim clamp; axes default
+  sl_end.in({4, 5}, x).in_i64({1}, {2}).in_i64({1}, {INT64_MAX}).out({2, 5});
+  ASSERT_TRUE(Runs(be, sl_end));
+  ExpectExact(sl_end.result(), std::vector<float>(x.begin() + 10, x.end()));
+  Node sl_dyn("Slice", "dyn");  // computed starts: checked at run
+  sl_dyn.in({4, 5}, x).in_i64({1}, {1}, false).in_i64({1}, {3}, false).out({2, 5});
+  ASSERT_TRUE(Runs(be, sl_dyn));
+  ExpectExact(sl_dyn.result(), std::vector<float>(x.begin() + 5, x.begin() + 15));
+
+  Node g("Gather");
+  g.in({4, 5}, x).in_i64({2, 2}, {3, -4, 0, 1}, false).out({4, 2, 2}).i("axis", 1);
+  ASSERT_TRUE(Runs(be, g));
+  std::vector<float> want;
+  for (int r = 0; r < 4; ++r) {
+    for (int j : {3, 1, 0, 1}) want.push_back(x[r * 5 + j]);
+  }
+  ExpectExact(g.result(), want);
+  Node bad("Gather", "g_oob");
+  bad.in({4, 5}, x).in_i64({1}, {4}, false).out({1, 5});
+  std::string err;
+  EXPECT_EQ(be.run(bad, &err), KITE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(err.find("g_oob"), std::string::npos) << err;
+  EXPECT_NE(err.find("out of range"), std::string::npos) << err;
+
+  Node sp("Split");
+  sp.in({4, 5}, x).in_i64({2}, {2, 3}).out({4, 2}).out({4, 3}).i("axis", 1);
+  ASSERT_TRUE(Runs(be, sp));
+  ExpectExact(sp.result(0), {0, 1, 5, 6, 10, 11, 15, 16});
+  ExpectExact(sp.result(1), {2, 3, 4, 7, 8, 9, 12, 13, 14, 17, 18, 19});
+}
+
+TEST(Shape, SqueezeUnsqueezeExpandTileShape) {
+  Backend be;
+  const std::vector<float> x = {1, 2, 3};
+  Node sq("Squeeze");
+  sq.in({1, 3, 1}, x).in_i64({2}, {0, -1}).out({3});
+  ASSERT_TRUE(Runs(be, sq));
+  ExpectExact(sq.result(), x);
+  Node usq("Unsqueeze");
+  usq.in({3}, x).in_i64({2}, {0, 2}).out({1, 3, 1});
+  ASSERT_TRUE(Runs(be, usq));
+  ExpectExact(usq.result(), x);
+  Node ex("Expand");
+  ex.in({3, 1}, x).in_i64({3}, {2, 1, 2}).out({2, 3, 2});
+  ASSERT_TRUE(Runs(be, ex));
+  ExpectExact(ex.result(), {1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3});
+  Node tile("Tile");
+  tile.in({1, 3}, x).in_i64({2}, {2, 2}).out({2, 6});
+  ASSERT_TRUE(Runs(be, tile));
+  ExpectExact(tile.result(), {1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3});
+  Node shape("Shape");
+  shape.in({2, 3, 4}, Random(24, 1)).out({3}, I64);
+  ASSERT_TRUE(Runs(be, shape));
+  EXPECT_EQ(shape.output().values<int64_t>(), (std::vector<int64_t>{2, 3, 4}));
+  Node shape_part("Shape");
+  shape_part.in({2, 3, 4}, Random(24, 1)).out({2}, I64).i("start", -2);
+  ASSERT_TRUE(Runs(be, shape_part));
+  EXPECT_EQ(shape_part.output().values<int64_t>(), (std::vector<int64_t>{3, 4}));
+}
+
+TEST(Shape, PadModes) {
+  Backend be;
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6};  // 2x3
+  struct P {
+    const char* mode;
+    std::vector<float> want;
+  };
+  // pads: begin (1, 2), end (0, 1) -> 3x6.
+  const P cases[] = {
+      {"constant", {9, 9, 9, 9, 9, 9, 9, 9, 1, 2, 3, 9, 9, 9, 4, 5, 6, 9}},
+      {"edge", {1, 1, 1, 2, 3, 3, 1, 1, 1, 2, 3, 3, 4, 4, 4, 5, 6, 6}},
+      {"reflect", {6, 5, 4, 5, 6, 5, 3, 2, 1, 2, 3, 2, 6, 5, 4, 5, 6, 5}},
+  };
+  for (const P& p : cases) {
+    SCOPED_TRACE(p.mode);
+    Node n("Pad");
+    n.in({2, 3}, x).in_i64({4}, {1, 2, 0, 1}).in({}, {9.0f}, true).out({3, 6}).s("mode", p.mode);
+    ASSERT_TRUE(Runs(be, n));
+    ExpectExact(n.result(), p.want);
+  }
+  Node crop("Pad");  // negative pads crop
+  crop.in({2, 3}, x).in_i64({4}, {0, -1, 0, 0}).out({2, 2});
+  ASSERT_TRUE(Runs(be, crop));
+  ExpectExact(crop.result(), {2, 3, 5, 6});
+}
+
+TEST(Misc, ConstantOfShapeRangeCast) {
+  Backend be;
+  Node cos("ConstantOfShape");
+  cos.in_i64({2}, {2, 3}).out({2, 3}, I64).ints("value", {7}).i("value_dtype", I64);
+  ASSERT_TRUE(Runs(be, cos));
+  EXPECT_EQ(cos.output().values<int64_t>(), std::vector<int64_t>(6, 7));
+  Node cosf("ConstantOfShape");
+  cosf.in_i64({1}, {4}).out({4}).floats("value", {0.5f});
+  ASSERT_TRUE(Runs(be, cosf));
+  ExpectExact(cosf.result(), std::vector<float>(4, 0.5f));
+  Node range("Range");
+  range.in_i64({}, {10}).in_i64({}, {1}).in_i64({}, {-3}).out({3}, I64);
+  ASSERT_TRUE(Runs(be, range));
+  EXPECT_EQ(range.output().values<int64_t>(), (std::vector<int64_t>{10, 7, 4}));
+  Node rangef("Range");
+  rangef.in({}, {0.5f}, true).in({}, {2.0f}, true).in({}, {0.5f}, true).out({3});
+  ASSERT_TRUE(Runs(be, rangef));
+  ExpectExact(rangef.result(), {0.5f, 1.0f, 1.5f});
+  Node cast("Cast");
+  cast.in({5}, {1.9f, -1.9f, 0.0f, 3e10f, std::nanf("")}).out({5}, I32).i("to", 6);  // ONNX TensorProto INT32
+  ASSERT_TRUE(Runs(be, cast));
+  EXPECT_EQ(cast.output().values<int32_t>(), (std::vector<int32_t>{1, -1, 0, INT32_MAX, 0}));
+  Node castb("Cast");
+  castb.in_i64({3}, {0, 5, -1}, false).out({3}, BOOL).i("to", 9);  // BOOL
+  ASSERT_TRUE(Runs(be, castb));
+  EXPECT_EQ(castb.output().values<uint8_t>(), (std::vector<uint8_t>{0, 1, 1}));
+  Node casth("Cast");  // through float16 and back: exact for these values
+  casth.in({4}, {1.0f, -2.5f, 65504.0f, 0.000061035156f}).out({4}, KITE_DTYPE_FLOAT16).i("to", 10);  // FLOAT16
+  ASSERT_TRUE(Runs(be, casth));
+  EXPECT_EQ(casth.output().values<uint16_t>(), (std::vector<uint16_t>{0x3c00, 0xc100, 0x7bff, 0x0400}));
+}
+
+TEST(Reduce, SumMeanMaxMinArgMax) {
+  Backend be(2);
+  const Shape s = {2, 3, 4};
+  const std::vector<float> x = Random(24, 131);
+  auto ref = [&](const std::vector<bool>& reduce, int kind) {  // 0 sum 1 mean 2 max 3 min
+    std::vector<double> acc;
+    std::vector<int64_t> count;
+    std::vector<int64_t> keys;
+    for (int64_t i = 0; i < 24; ++i) {
+      const Shape idx = Unravel(i, s);
+      int64_t key = 0;
+      for (int d = 0; d < 3; ++d) key = key * s[d] + (reduce[d] ? 0 : idx[d]);
+      auto it = std::find(keys.begin(), keys.end(), key);
+      size_t k = it - keys.begin();
+      if (it == keys.end()) {
+        keys.push_back(key);
+        acc.push_back(kind == 2 ? -1e30 : kind == 3 ? 1e30 : 0.0);
+        count.push_back(0);
+      }
+      acc[k] = kind == 2 ? std::max<double>(acc[k], x[i]) : kind == 3 ? std::min<double>(acc[k], x[i]) : acc[k] + x[i];
+      ++count[k];
+    }
+    if (kind == 1) for (size_t k = 0; k < acc.size(); ++k) acc[k] /= count[k];
+    return acc;
+  };
+  struct R {
+    const char* op;
+    int kind;
+  };
+  for (const R& r : {R{"ReduceSum", 0}, R{"ReduceMean", 1}, R{"ReduceMax", 2}, R{"ReduceMin", 3}}) {
+    SCOPED_TRACE(r.op);
+    Node n(r.op);  // axes as an input (opset 18), keepdims
+    n.in(s, x).in_i64({2}, {0, 2}).out({1, 3, 1});
+    ASSERT_TRUE(Runs(be, n));
+    ExpectNear(n.result(), ref({true, false, true}, r.kind), 1e-6, 1e-6);
+    Node m(r.op);  // axes as an attribute, no keepdims
+    m.in(s, x).out({2, 4}).ints("axes", {1}).i("keepdims", 0);
+    ASSERT_TRUE(Runs(be, m));
+    ExpectNear(m.result(), ref({false, true, false}, r.kind), 1e-6, 1e-6);
+    Node all(r.op);  // no axes: all
+    all.in(s, x).out({1, 1, 1});
+    ASSERT_TRUE(Runs(be, all));
+    ExpectNear(all.result(), ref({true, true, true}, r.kind), 1e-6, 1e-6);
+  }
+  Node am("ArgMax");
+  am.in({2, 3}, {1, 5, 5, 7, 2, 7}).out({2}, I64).i("axis", 1).i("keepdims", 0);
+  ASSERT_TRUE(Runs(be, am));
+  EXPECT_EQ(am.output().values<int64_t>(), (std::vector<int64_t>{1, 0}));
+  Node am_last("ArgMax");
+  am_last.in({2, 3}, {1, 5, 5, 7, 2, 7}).out({2, 1}, I64).i("axis", 1).i("select_last_index", 1);
+  ASSERT_TRUE(Runs(be, am_last));
+  EXPECT_EQ(am_last.output().values<int64_t>(), (std::vector<int64_t>{2, 2}));
+}
+
+TEST(Norm, LayerAndInstanceNormalization) {
+  Backend be(2);
+  const Shape s = {2, 3, 4};
+  const std::vector<float> x = Random(24, 141), scale = Random(4, 142), bias = Random(4, 143);
+  Node ln("LayerNormalization");
+  ln.in(s, x).in({4}, scale, true).in({4}, bias, true).out(s).out({2, 3, 1}).out({2, 3, 1}).f("epsilon", 1e-5f);
+  ASSERT_TRUE(Runs(be, ln));
+  std::vector<double> want, means, invs;
+  for (int r = 0; r < 6; ++r) {
+    double m = 0, v = 0;
+    for (int i = 0; i < 4; ++i) m += x[r * 4 + i] / 4.0;
+    for (int i = 0; i < 4; ++i) v += (x[r * 4 + i] - m) * (x[r * 4 + i] - m) / 4.0;
+    const double inv = 1 / std::sqrt(v + 1e-5);
+    for (int i = 0; i < 4; ++i) want.push_back((x[r * 4 + i] - m) * inv * scale[i] + bias[i]);
+    means.push_back(m);
+    invs.push_back(inv);
+  }
+  // A few float roundings of values around 1, amplified by inv (<= ~1e2 here).
+  ExpectNear(ln.result(0), want, 1e-4, 1e-5);
+  ExpectNear(ln.result(1), means, 1e-6, 1e-7);
+  ExpectNear(ln.result(2), invs, 1e-5, 0);
+
+  Node in("InstanceNormalization");
+  const std::vector<float> sc = {1.0f, 2.0f, -1.0f}, bi = {0.0f, 0.5f, 1.0f};
+  in.in(s, x).in({3}, sc, true).in({3}, bi, true).out(s);
+  ASSERT_TRUE(Runs(be, in));
+  want.clear();
+  for (int p = 0; p < 6; ++p) {
+    double m = 0, v = 0;
+    for (int i = 0; i < 4; ++i) m += x[p * 4 + i] / 4.0;
+    for (int i = 0; i < 4; ++i) v += (x[p * 4 + i] - m) * (x[p * 4 + i] - m) / 4.0;
+    for (int i = 0; i < 4; ++i) want.push_back((x[p * 4 + i] - m) / std::sqrt(v + 1e-5) * sc[p % 3] + bi[p % 3]);
+  }
+  ExpectNear(in.result(), want, 1e-4, 1e-5);
+}
+
+TEST(Resize, NearestAndLinear) {
+  Backend be;
+  const std::vector<float> x = {1, 2, 3, 4};  // 1x1x2x2
+  Node near("Resize");  // asymmetric + floor: each pixel becomes a 2x2 block
+  near.in({1, 1, 2, 2}, x).absent().in({4}, {1, 1, 2, 2}, true).out({1, 1, 4, 4})
+      .s("mode", "nearest").s("coordinate_transformation_mode", "asymmetric").s("nearest_mode", "floor");
+  ASSERT_TRUE(Runs(be, near));
+  ExpectExact(near.result(), {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4});
+
+  Node lin("Resize");  // half_pixel bilinear x2 (the PyTorch align_corners=False result)
+  lin.in({1, 1, 2, 2}, x).absent().in({4}, {1, 1, 2, 2}, true).out({1, 1, 4, 4}).s("mode", "linear");
+  ASSERT_TRUE(Runs(be, lin));
+  ExpectNear(lin.result(),
+             {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4},
+             1e-6, 1e-6);
+
+  Node ac("Resize");  // align_corners, from sizes
+  ac.in({1, 1, 2, 2}, x).absent().absent().in_i64({4}, {1, 1, 3, 3}).out({1, 1, 3, 3})
+      .s("mode", "linear").s("coordinate_transformation_mode", "align_corners");
+  ASSERT_TRUE(Runs(be, ac));
+  ExpectNear(ac.result(), {1, 1.5, 2, 2, 2.5, 3, 3, 3.5, 4}, 1e-6, 1e-6);
+
+  Node down("Resize");  // nearest downsampling, half_pixel, round_prefer_ceil
+  std::vector<float> y(16);
+  for (int i = 0; i < 16; ++i) y[i] = static_cast<float>(i);
+  down.in({1, 1, 4, 4}, y).absent().in({4}, {1, 1, 0.5f, 0.5f}, true).out({1, 1, 2, 2})
+      .s("nearest_mode", "round_prefer_ceil");
+  ASSERT_TRUE(Runs(be, down));
+  // x_orig = (o + 0.5) * 2 - 0.5 = 0.5, 2.5 -> ceil on ties: 1, 3.
+  ExpectExact(down.result(), {5, 7, 13, 15});
+}
+
+TEST(Misc, DropoutAndGlobalMaxPool) {
+  Backend be;
+  Node d("Dropout");
+  d.in({2, 2}, {1, 2, 3, 4}).out({2, 2}).out({2, 2}, BOOL);
+  ASSERT_TRUE(Runs(be, d));
+  ExpectExact(d.result(), {1, 2, 3, 4});
+  EXPECT_EQ(d.output(1).values<uint8_t>(), std::vector<uint8_t>(4, 1));
+  Node g("GlobalMaxPool");
+  g.in({1, 2, 2, 2}, {1, 5, 3, 2, -1, -4, -2, -3}).out({1, 2, 1, 1});
+  ASSERT_TRUE(Runs(be, g));
+  ExpectExact(g.result(), {5, -1});
+}
+
+// ===========================================================================
+// Speed: a ResNet-18 forward pass at 1x3x224x224 (random weights, BatchNorm
+// folded as a converter would). Run with --gtest_also_run_disabled_tests.
+
+TEST(CpuSpeed, DISABLED_ResNet18) {
+  const int threads = [] {
+    const char* env = std::getenv("KITE_TEST_THREADS");
+    return env ? std::atoi(env) : 2;
+  }();
+  Backend be(threads);
+  std::deque<Node> nodes;
+  std::deque<std::vector<float>> acts;
+  auto act = [&](int64_t n) -> float* {
+    acts.emplace_back(static_cast<size_t>(n), 0.0f);
+    return acts.back().data();
+  };
+  struct T {
+    float* data;
+    Shape shape;
+  };
+  uint32_t seed = 1000;
+  auto wire = [](Node& n, std::vector<T> ins, const T& out) {
+    n.abi();
+    for (size_t k = 0; k < ins.size(); ++k) n.input(k).abi.data = ins[k].data;
+    n.output().abi.data = out.data;
+  };
+  auto conv = [&](const T& x, int64_t m, int64_t k, int64_t s, int64_t p, bool relu) {
+    const int64_t oh = (x.shape[2] + 2 * p - k) / s + 1, ow = (x.shape[3] + 2 * p - k) / s + 1;
+    T y{act(m * oh * ow), {1, m, oh, ow}};
+    const float scale = std::sqrt(2.0f / static_cast<float>(x.shape[1] * k * k));
+    const uint32_t w_seed = ++seed, b_seed = ++seed;
+    nodes.emplace_back("Conv", "conv" + std::to_string(nodes.size()));
+    Node& n = nodes.back();
+    n.in(x.shape, std::vector<float>(static_cast<size_t>(Numel(x.shape))))
+        .in({m, x.shape[1], k, k}, Random(m * x.shape[1] * k * k, w_seed, -scale, scale), true)
+        .in({m}, Random(m, b_seed, -0.1f, 0.1f), true)
+        .out(y.shape).ints("strides", {s, s}).ints("pads", {p, p, p, p});
+    wire(n, {x}, y);
+    if (!relu) return y;
+    nodes.emplace_back("Relu");
+    Node& r = nodes.back();
+    r.in(y.shape, std::vector<float>(static_cast<size_t>(Numel(y.shape)))).out(y.shape);
+    wire(r, {y}, y);  // in place
+    return y;
+  };
+  auto add_relu = [&](const T& a, const T& b) {
+    nodes.emplace_back("Add");
+    nodes.back().in(a.shape, std::vector<float>(static_cast<size_t>(Numel(a.shape))))
+        .in(b.shape, std::vector<float>(static_cast<size_t>(Numel(b.shape)))).out(a.shape);
+    wire(nodes.back(), {a, b}, a);
+    nodes.emplace_back("Relu");
+    nodes.back().in(a.shape, std::vector<float>(static_cast<size_t>(Numel(a.shape)))).out(a.shape);
+    wire(nodes.back(), {a}, a);
+    return a;
+  };
+  T x{act(3 * 224 * 224), {1, 3, 224, 224}};
+  const std::vector<float> input = Random(3 * 224 * 224, 7);
+  std::copy(input.begin(), input.end(), x.data);
+  T h = conv(x, 64, 7, 2, 3, true);
+  T pooled{act(64 * 56 * 56), {1, 64, 56, 56}};
+  nodes.emplace_back("MaxPool");
+  nodes.back().in(h.shape, std::vector<float>(static_cast<size_t>(Numel(h.shape)))).out(pooled.shape)
+      .ints("kernel_shape", {3, 3}).ints("strides", {2, 2}).ints("pads", {1, 1, 1, 1});
+  wire(nodes.back(), {h}, pooled);
+  h = pooled;
+  int64_t channels = 64;
+  for (int stage = 0; stage < 4; ++stage) {
+    const int64_t m = 64 << stage;
+    for (int block = 0; block < 2; ++block) {
+      const int64_t s = (stage > 0 && block == 0) ? 2 : 1;
+      T a = conv(h, m, 3, s, 1, true);
+      T b = conv(a, m, 3, 1, 1, false);
+      T shortcut = (s != 1 || channels != m) ? conv(h, m, 1, s, 0, false) : h;
+      h = add_relu(b, shortcut);
+      channels = m;
+    }
+  }
+  T gap{act(512), {1, 512, 1, 1}};
+  nodes.emplace_back("GlobalAveragePool");
+  nodes.back().in(h.shape, std::vector<float>(static_cast<size_t>(Numel(h.shape)))).out(gap.shape);
+  wire(nodes.back(), {h}, gap);
+  T flat{gap.data, {1, 512}};
+  T logits{act(1000), {1, 1000}};
+  nodes.emplace_back("Gemm");
+  nodes.back().in({1, 512}, std::vector<float>(512)).in({1000, 512}, Random(512000, 9, -0.05f, 0.05f), true)
+      .in({1000}, Random(1000, 10), true).out(logits.shape).i("transB", 1);
+  wire(nodes.back(), {flat}, logits);
+
+  std::vector<void*> kernels;
+  for (Node& n : nodes) {
+    char err[256] = "";
+    void* k = nullptr;
+    ASSERT_EQ(be.api()->prepare(be.instance(), n.abi(), &k, err, sizeof(err)), KITE_OK) << err;
+    kernels.push_back(k);
+  }
+  auto forward = [&] {
+    for (void* k : kernels) {
+      char err[256] = "";
+      ASSERT_EQ(be.api()->execute(be.instance(), k, err, sizeof(err)), KITE_OK) << err;
+    }
+  };
+  forward();  // warm-up
+  if (std::getenv("KITE_TEST_PROFILE")) {  // CPU time per op type (meaningful with 1 thread)
+    std::vector<std::pair<std::string, double>> per_op;
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      timespec t0, t1;
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+      char err[256] = "";
+      ASSERT_EQ(be.api()->execute(be.instance(), kernels[i], err, sizeof(err)), KITE_OK) << err;
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+      const double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6;
+      const std::string op = nodes[i].abi()->op;
+      auto it = std::find_if(per_op.begin(), per_op.end(), [&](const auto& p) { return p.first == op; });
+      if (it == per_op.end()) per_op.emplace_back(op, ms); else it->second += ms;
+    }
+    for (const auto& [op, ms] : per_op) std::printf("  %-18s %8.2f ms\n", op.c_str(), ms);
+  }
+  double best = 1e9, total = 0;
+  const int runs = 5;
+  for (int r = 0; r < runs; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    forward();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    best = std::min(best, ms);
+    total += ms;
+  }
+  std::printf("resnet18 1x3x224x224, %d threads: best %.1f ms, mean %.1f ms over %d runs\n", threads,
+              best, total / runs, runs);
+  for (float v : std::vector<float>(logits.data, logits.data + 1000)) ASSERT_TRUE(std::isfinite(v));
+  for (void* k : kernels) be.api()->release(be.instance(), k);
+  EXPECT_LT(best, 1000.0);
+}
+
+}  // namespace
