@@ -1,0 +1,170 @@
+// Attention: out = softmax(q kt * scale + mask) v, per leading index and
+// query row, without materialising the scores: each row's scores live in a
+// per-thread buffer of length T allocated at prepare. q [..., S, D],
+// kt [..., D, T], v [..., T, Dv], mask broadcasting to [..., S, T].
+// Softmax as the Softmax kernel computes it (max-shifted, float sums).
+#include <limits>
+
+#include "fused_common.h"
+#include "kernels.h"
+
+namespace kite::cpu {
+
+namespace {
+
+class AttentionKernel : public Kernel {
+ public:
+  AttentionKernel(int64_t batches, int64_t s, int64_t d, int64_t t, int64_t dv, float scale,
+                  const float* q, const float* kt, const float* v, const float* mask,
+                  Shape lead_dims, Shape mask_lead_strides, int64_t mask_row_stride,
+                  int64_t mask_col_stride, float* out, int threads)
+      : batches_(batches), s_(s), d_(d), t_(t), dv_(dv), scale_(scale), q_(q), kt_(kt), v_(v),
+        mask_(mask), lead_dims_(std::move(lead_dims)), mask_lead_strides_(std::move(mask_lead_strides)),
+        mask_row_stride_(mask_row_stride), mask_col_stride_(mask_col_stride), out_(out),
+        scores_(static_cast<size_t>(std::max(threads, 1)) * static_cast<size_t>(t)) {}
+
+  void run(ThreadPool& pool) override {
+    // Rows are split into one contiguous chunk per thread at most, so each
+    // chunk owns the scores buffer of its chunk index.
+    const int64_t rows = batches_ * s_;
+    const int64_t slots = static_cast<int64_t>(scores_.size()) / std::max<int64_t>(t_, 1);
+    const int64_t chunk = std::max<int64_t>(1, (rows + slots - 1) / std::max<int64_t>(slots, 1));
+    const int64_t chunks = rows == 0 ? 0 : (rows + chunk - 1) / chunk;
+    pool.parallel_for(chunks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        float* scores = scores_.data() + c * t_;
+        const int64_t last = std::min(rows, (c + 1) * chunk);
+        for (int64_t r = c * chunk; r < last; ++r) row(r, scores);
+      }
+    });
+  }
+
+ private:
+  void row(int64_t r, float* scores) const {
+    const int64_t b = r / s_, i = r % s_;
+    const float* q = q_ + (b * s_ + i) * d_;
+    const float* kt = kt_ + b * d_ * t_;
+    const float* v = v_ + b * t_ * dv_;
+    float* out = out_ + (b * s_ + i) * dv_;
+    for (int64_t j = 0; j < t_; ++j) scores[j] = 0.0f;
+    for (int64_t k = 0; k < d_; ++k) {
+      const float qk = q[k];
+      const float* krow = kt + k * t_;
+      for (int64_t j = 0; j < t_; ++j) scores[j] += qk * krow[j];
+    }
+    for (int64_t j = 0; j < t_; ++j) scores[j] *= scale_;
+    if (mask_) {
+      int64_t offset = i * mask_row_stride_, rest = b;
+      for (size_t dim = lead_dims_.size(); dim-- > 0;) {
+        offset += (rest % lead_dims_[dim]) * mask_lead_strides_[dim];
+        rest /= lead_dims_[dim];
+      }
+      for (int64_t j = 0; j < t_; ++j) scores[j] += mask_[offset + j * mask_col_stride_];
+    }
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < t_; ++j) max = std::max(max, scores[j]);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < t_; ++j) {
+      scores[j] = std::exp(scores[j] - max);
+      sum += scores[j];
+    }
+    const float inv = 1.0f / sum;
+    for (int64_t c = 0; c < dv_; ++c) out[c] = 0.0f;
+    for (int64_t j = 0; j < t_; ++j) {
+      const float p = scores[j] * inv;
+      const float* vrow = v + j * dv_;
+      for (int64_t c = 0; c < dv_; ++c) out[c] += p * vrow[c];
+    }
+  }
+
+  int64_t batches_, s_, d_, t_, dv_;
+  float scale_;
+  const float *q_, *kt_, *v_, *mask_;
+  Shape lead_dims_, mask_lead_strides_;
+  int64_t mask_row_stride_, mask_col_stride_;
+  float* out_;
+  std::vector<float> scores_;
+};
+
+// Element strides of a tensor of shape `shape` read as broadcast to `to`
+// (aligned right; 0 along broadcast axes).
+Shape broadcast_strides(const Shape& shape, const Shape& to) {
+  Shape strides(to.size(), 0);
+  int64_t stride = 1;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    const size_t d = shape.size() - 1 - k;
+    const size_t out = to.size() - 1 - k;
+    strides[out] = shape[d] == 1 ? 0 : stride;
+    stride *= shape[d];
+  }
+  return strides;
+}
+
+}  // namespace
+
+std::string check_fused_attention(const OpNode& op, const std::string& pattern,
+                                  const std::vector<TensorType>& outputs) {
+  if (pattern != "Attention") return "pattern '" + pattern + "' is not Attention";
+  if (op.inputs.size() < 3 || op.inputs.size() > 4 || !op.has_input(0) || !op.has_input(1) ||
+      !op.has_input(2)) {
+    return "expects inputs q, kt, v [, mask]";
+  }
+  if (outputs.size() != 1) return "expects one output";
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    std::string why = expect_dtype(op, i, {KITE_DTYPE_FLOAT32});
+    if (!why.empty()) return why;
+  }
+  const kite::ops::Attr* scale = op.find_attr("scale");
+  if (!scale || scale->type != KITE_ATTR_FLOAT || !std::isfinite(scale->f)) {
+    return "attribute 'scale' must be a finite float";
+  }
+  const Shape& q = op.inputs[0].shape;
+  const Shape& kt = op.inputs[1].shape;
+  const Shape& v = op.inputs[2].shape;
+  const size_t r = q.size();
+  if (r < 2 || kt.size() != r || v.size() != r) return "q, kt and v must have the same rank (at least 2)";
+  for (size_t k = 0; k + 2 < r; ++k) {
+    if (kt[k] != q[k] || v[k] != q[k]) return "q, kt and v must have the same leading dims";
+  }
+  if (kt[r - 2] != q[r - 1]) return "kt's rows must match q's columns";
+  if (v[r - 2] != kt[r - 1]) return "v's rows must match kt's columns";
+  Shape scores(q.begin(), q.end() - 1);
+  scores.push_back(kt[r - 1]);
+  if (op.has_input(3)) {
+    Shape joined;
+    if (op.inputs[3].shape.size() > r || !kite::ops::broadcast_shapes(op.inputs[3].shape, scores, &joined) ||
+        joined != scores) {
+      return input_label(op, 3) + " does not broadcast to the scores " + kite::ops::shape_string(scores);
+    }
+  }
+  Shape out(q.begin(), q.end() - 1);
+  out.push_back(v[r - 1]);
+  return fused::expect_output(op, outputs, 0, KITE_DTYPE_FLOAT32, out);
+}
+
+std::unique_ptr<Kernel> prepare_fused_attention(const KernelArgs& args, std::string* err) {
+  const OpNode& op = *args.op;
+  const Shape& q = op.inputs[0].shape;
+  const Shape& kt = op.inputs[1].shape;
+  const Shape& v = op.inputs[2].shape;
+  const size_t r = q.size();
+  if (r < 2 || kt.size() != r || v.size() != r) return prepare_error(err, op, "bad ranks");
+  const Shape lead(q.begin(), q.end() - 2);
+  const int64_t batches = shape_numel(lead);
+  Shape scores(q.begin(), q.end() - 1);
+  scores.push_back(kt[r - 1]);
+  Shape mask_strides(r, 0);
+  const float* mask = nullptr;
+  if (op.has_input(3)) {
+    mask = static_cast<const float*>(args.input_data(3));
+    mask_strides = broadcast_strides(op.inputs[3].shape, scores);
+  }
+  const Shape lead_strides(mask_strides.begin(), mask_strides.end() - 2);
+  auto in = [&](int i) { return static_cast<const float*>(args.input_data(i)); };
+  return std::make_unique<AttentionKernel>(batches, q[r - 2], q[r - 1], kt[r - 1], v[r - 1],
+                                           op.attr_float("scale", 1.0f), in(0), in(1), in(2), mask,
+                                           lead, lead_strides, mask_strides[r - 2], mask_strides[r - 1],
+                                           static_cast<float*>(args.output_data(0)), args.threads);
+}
+
+}  // namespace kite::cpu

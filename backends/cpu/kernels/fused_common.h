@@ -1,0 +1,76 @@
+// What the fused kernels share: the activation epilogue, the primitive op a
+// fused op extends (for validation with the kite::ops rules), and SubNode,
+// a primitive ABI node over a fused node's tensors so that a fused kernel
+// can reuse a primitive kernel (Conv, Gemm, MatMul, LayerNormalization).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "fused_kernels.h"
+
+namespace kite::cpu::fused {
+
+// The activation a fused node applies last (attributes activation,
+// activation_alpha, activation_beta). Formulas are the primitive kernels'
+// (kernels/unary.cpp), so the fused path and the body path agree closely.
+struct Activation {
+  enum Kind { kNone, kRelu, kClip, kSigmoid, kSiLU, kHardSigmoid, kHardSwish, kLeakyRelu, kTanh,
+              kGelu, kGeluTanh };
+  Kind kind = kNone;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+};
+
+// "" and *out filled, or why the attributes are not a known activation. The
+// activation must also be the one the pattern name ends with ("+Relu").
+std::string parse_activation(const OpNode& op, const std::string& pattern, bool optional,
+                             Activation* out);
+
+// y[i] = act(y[i] + bias[i % n]) over rows x n values (bias may be null).
+void apply_activation(const Activation& act, float* y, int64_t rows, int64_t n, const float* bias,
+                      ThreadPool& pool);
+
+// The fused node as the primitive op it extends: same inputs (the first
+// num_inputs), attributes without the activation ones, one output.
+OpNode primitive(const OpNode& fused, const char* op_type, size_t num_inputs);
+
+// "" when declared output k exists with this dtype and shape.
+std::string expect_output(const OpNode& op, const std::vector<TensorType>& outputs, size_t k,
+                          kite_dtype dtype, const Shape& shape);
+
+// Runs the kite::ops rules of a primitive op and compares its output with
+// the fused node's declared output k. "" when they agree.
+std::string check_primitive_output(const OpNode& fused, const OpNode& primitive_op,
+                                   const std::vector<TensorType>& outputs, size_t k);
+
+// A primitive ABI node over some of a fused node's tensors. Owns everything
+// the node points to; keep it alive as long as the kernel prepared from it.
+class SubNode {
+ public:
+  // op_type with attrs over the fused node's inputs input_slots (-1: absent)
+  // and its output output_slot.
+  SubNode(const kite_backend_node& fused, const char* op_type, const std::vector<kite::ops::Attr>& attrs,
+          const std::vector<int>& input_slots, int output_slot);
+  SubNode(const SubNode&) = delete;
+  SubNode& operator=(const SubNode&) = delete;
+  // Validates the primitive node like the backend does (kite::ops rules,
+  // declared output) and prepares its kernel with fn.
+  std::unique_ptr<Kernel> prepare(PrepareFn fn, int threads, std::string* err);
+
+ private:
+  std::string op_type_;
+  std::vector<kite::ops::Attr> attr_values_;
+  OpNode op_;
+  std::vector<const kite_backend_tensor*> inputs_;
+  std::vector<const kite_backend_tensor*> outputs_;
+  std::vector<kite_backend_attr> attrs_;
+  std::vector<std::vector<const char*>> strings_;
+  kite_backend_node node_{};
+};
+
+}  // namespace kite::cpu::fused
