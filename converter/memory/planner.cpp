@@ -1,8 +1,6 @@
 #include "memory/planner.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 
 namespace kite::memory {
@@ -181,12 +179,6 @@ Placement ArenaPlanner::best() const {
   for (uint32_t seed = 1; seed <= 48; ++seed) {
     if (candidates[smallest()].arena_size <= bound + bound / 100) break;
     candidates.push_back(greedy_by_size_perturbed(seed));
-  }
-  if (std::getenv("KITE_PLAN_DEBUG")) {
-    for (const Placement& c : candidates) {
-      std::fprintf(stderr, "plan %s: %llu (bound %llu)\n", c.strategy.c_str(),
-                   static_cast<unsigned long long>(c.arena_size), static_cast<unsigned long long>(bound));
-    }
   }
   return candidates[smallest()];
 }
