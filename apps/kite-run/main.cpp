@@ -46,6 +46,11 @@ constexpr const char kUsage[] =
     "  --warmup N             untimed runs before timing (default 0)\n"
     "  --iterations N         timed runs; prints latency statistics (default 0)\n"
     "  --seed S               seed for random inputs (default 0)\n"
+    "  --backend-path DIRS    colon-separated folders searched first for backend\n"
+    "                         plugins (then KITE_BACKEND_PATH, then libkite's folder)\n"
+    "  --strict               fail instead of falling back to another backend\n"
+    "  --poison               fill the arena with NaN bytes before each run\n"
+    "  --json FILE            write placement, transfers and latency as JSON\n"
     "  --placement            print the backend chosen for every node\n"
     "  --quiet                print only the output summaries and latency\n"
     "  -h, --help             print this help\n"
@@ -63,7 +68,36 @@ struct Options {
   uint64_t seed = 0;
   bool placement = false;
   bool quiet = false;
+  std::string backend_path;
+  bool strict = false;
+  bool poison = false;
+  std::string json_path;
 };
+
+// What --json writes, gathered while running.
+struct JsonReport {
+  std::string placement;  // JSON array
+  std::string latency;    // JSON object or "null"
+  int32_t transfers = 0;
+};
+
+std::string json_string(const char* s) {
+  std::string out = "\"";
+  for (const char* p = s ? s : ""; *p; ++p) {
+    const unsigned char c = static_cast<unsigned char>(*p);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
 
 // ---- small helpers ---------------------------------------------------------
 
@@ -316,6 +350,14 @@ int parse_args(int argc, char** argv, Options* opt, bool* help) {
       opt->quiet = true;
       continue;
     }
+    if (arg == "--strict") {
+      opt->strict = true;
+      continue;
+    }
+    if (arg == "--poison") {
+      opt->poison = true;
+      continue;
+    }
     if (arg.size() < 2 || arg.compare(0, 2, "--") != 0) {
       if (arg.size() > 1 && arg[0] == '-') return usage_error("unknown option '" + arg + "'");
       if (!opt->model_path.empty())
@@ -333,7 +375,7 @@ int parse_args(int argc, char** argv, Options* opt, bool* help) {
     } else {
       static const std::set<std::string> kWithValue = {"--input",   "--output-dir", "--backend",
                                                        "--threads", "--warmup",     "--iterations",
-                                                       "--seed"};
+                                                       "--seed", "--backend-path", "--json"};
       if (!kWithValue.count(name)) return usage_error("unknown option '" + arg + "'");
       if (i + 1 >= argc) return usage_error(name + " needs a value");
       value = argv[++i];
@@ -366,6 +408,11 @@ int parse_args(int argc, char** argv, Options* opt, bool* help) {
       if (!parse_int(value.c_str(), 0, INT32_MAX, &n))
         return usage_error("--iterations expects an integer >= 0, got '" + value + "'");
       opt->iterations = n;
+    } else if (name == "--backend-path") {
+      opt->backend_path = value;
+    } else if (name == "--json") {
+      if (value.empty()) return usage_error("--json needs a file name");
+      opt->json_path = value;
     } else if (name == "--seed") {
       if (!parse_u64(value.c_str(), &opt->seed))
         return usage_error("--seed expects an unsigned integer, got '" + value + "'");
@@ -379,7 +426,7 @@ int parse_args(int argc, char** argv, Options* opt, bool* help) {
 
 // ---- the steps ---------------------------------------------------------------
 
-int print_placement(kite_session* session, bool every_node) {
+int print_placement(kite_session* session, bool every_node, bool print, JsonReport* json) {
   int32_t node_count = 0;
   kite_status st = kite_session_get_node_count(session, &node_count);
   if (st != KITE_OK) return kite_error(st, "kite_session_get_node_count");
@@ -398,6 +445,10 @@ int print_placement(kite_session* session, bool every_node) {
       ++it->second;
     fused += p.fused && !p.decomposed;
     decomposed += p.decomposed != 0;
+    json->placement += std::string(i ? ",\n    " : "\n    ") + "{\"node\": " + json_string(p.node_name) +
+                       ", \"op\": " + json_string(p.op) + ", \"backend\": " + json_string(p.backend) +
+                       ", \"fused\": " + (p.fused ? "true" : "false") + ", \"decomposed\": " +
+                       (p.decomposed ? "true" : "false") + ", \"reason\": " + json_string(p.reason) + "}";
     if (every_node) {
       const char* how = p.decomposed ? "decomposed" : p.fused ? "fused" : "-";
       std::string tail = how;  // then the reason, if any, in its own column
@@ -421,7 +472,10 @@ int print_placement(kite_session* session, bool every_node) {
   if (fused || decomposed)
     line += " (" + std::to_string(fused) + " fused, " + std::to_string(decomposed) +
             " decomposed)";
-  std::printf("%s\n", line.c_str());
+  st = kite_session_get_transfer_count(session, &json->transfers);
+  if (st != KITE_OK) return kite_error(st, "kite_session_get_transfer_count");
+  if (json->transfers > 0) line += ", " + std::to_string(json->transfers) + " transfers per run";
+  if (print) std::printf("%s\n", line.c_str());
   return kExitOk;
 }
 
@@ -542,7 +596,7 @@ int report_outputs(kite_session* session, const Options& opt) {
   return kExitOk;
 }
 
-int time_runs(kite_session* session, const Options& opt) {
+int time_runs(kite_session* session, const Options& opt, JsonReport* json) {
   for (int64_t i = 0; i < opt.warmup; ++i) {
     const kite_status st = kite_session_run(session);
     if (st != KITE_OK) return kite_error(st, "kite_session_run");
@@ -568,6 +622,13 @@ int time_runs(kite_session* session, const Options& opt) {
               "min %.3f ms\n",
               ms.size(), total / static_cast<double>(ms.size()), percentile(50), percentile(90),
               percentile(99), ms.front());
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "{\"runs\": %zu, \"mean\": %.4f, \"p50\": %.4f, \"p90\": %.4f, \"p99\": %.4f, "
+                "\"min\": %.4f}",
+                ms.size(), total / static_cast<double>(ms.size()), percentile(50), percentile(90),
+                percentile(99), ms.front());
+  json->latency = buf;
   return kExitOk;
 }
 
@@ -604,14 +665,25 @@ int run(const Options& opt) {
   }
   st = kite_session_options_set_threads(options.get(), opt.threads);
   if (st != KITE_OK) return kite_error(st, "kite_session_options_set_threads");
+  if (!opt.backend_path.empty()) {
+    st = kite_session_options_set_backend_path(options.get(), opt.backend_path.c_str());
+    if (st != KITE_OK) return kite_error(st, "kite_session_options_set_backend_path");
+  }
+  st = kite_session_options_set_strict(options.get(), opt.strict ? 1 : 0);
+  if (st != KITE_OK) return kite_error(st, "kite_session_options_set_strict");
+  st = kite_session_options_set_poison(options.get(), opt.poison ? 1 : 0);
+  if (st != KITE_OK) return kite_error(st, "kite_session_options_set_poison");
 
   kite_session* raw_session = nullptr;
   st = kite_session_create(model.get(), options.get(), &raw_session);
   if (st != KITE_OK) return kite_error(st, "kite_session_create");
   SessionPtr session(raw_session);
 
-  if (!opt.quiet || opt.placement) {
-    if (int rc = print_placement(session.get(), opt.placement); rc != kExitOk) return rc;
+  JsonReport json;
+  json.latency = "null";
+  if (int rc = print_placement(session.get(), opt.placement, !opt.quiet || opt.placement, &json);
+      rc != kExitOk) {
+    return rc;
   }
   if (int rc = set_inputs(session.get(), opt); rc != kExitOk) return rc;
 
@@ -619,7 +691,23 @@ int run(const Options& opt) {
   if (st != KITE_OK) return kite_error(st, "kite_session_run");
   if (int rc = report_outputs(session.get(), opt); rc != kExitOk) return rc;
 
-  return time_runs(session.get(), opt);
+  if (int rc = time_runs(session.get(), opt, &json); rc != kExitOk) return rc;
+  if (!opt.json_path.empty()) {
+    std::FILE* f = std::fopen(opt.json_path.c_str(), "w");
+    if (f == nullptr) {
+      std::fprintf(stderr, "kite-run: cannot write '%s'\n", opt.json_path.c_str());
+      return kExitError;
+    }
+    std::fprintf(f, "{\n  \"model\": %s,\n  \"transfers_per_run\": %d,\n  \"latency_ms\": %s,\n"
+                 "  \"placement\": [%s\n  ]\n}\n",
+                 json_string(opt.model_path.c_str()).c_str(), json.transfers, json.latency.c_str(),
+                 json.placement.c_str());
+    if (std::fclose(f) != 0) {
+      std::fprintf(stderr, "kite-run: cannot write '%s'\n", opt.json_path.c_str());
+      return kExitError;
+    }
+  }
+  return kExitOk;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "session.h"
 
-#include <algorithm>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -80,6 +81,19 @@ Status Session::create(std::shared_ptr<const Model> model, const SessionConfig& 
                   "memory limit: the session needs " + std::to_string(arena_bytes) +
                       " bytes for its arena, the limit allows " +
                       std::to_string(config.memory_limit) + " bytes");
+  }
+  // An arena larger than the machine's RAM is refused up front: with memory
+  // overcommit the allocation could succeed and touching it get the process
+  // killed.
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page_size > 0 &&
+      arena_bytes / static_cast<uint64_t>(page_size) > static_cast<uint64_t>(pages)) {
+    return Status(KITE_ERROR_OUT_OF_MEMORY,
+                  "arena of " + std::to_string(arena_bytes) +
+                      " bytes is larger than this machine's physical memory (" +
+                      std::to_string(static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)) +
+                      " bytes)");
   }
   const size_t alloc_bytes = static_cast<size_t>(arena_bytes == 0 ? alignment : arena_bytes);
   s->arena_ = static_cast<uint8_t*>(std::aligned_alloc(static_cast<size_t>(alignment), alloc_bytes));
@@ -369,24 +383,38 @@ Status Session::place_node(const NodeRec& node, int graph_index, bool record_pla
     return Status::ok();
   }
 
-  // Probe the backends in preference order.
+  // Probe the backends in preference order. A backend that lacks the fused
+  // kernel but runs every node of the body takes the node decomposed, so a
+  // fused node leaves its preferred backend only for ops that backend lacks.
   std::string declined;
   for (const std::string& u : unavailable_) declined += (declined.empty() ? "" : "; ") + u;
-  int chosen = -1;
-  for (size_t b = 0; b < backends_.size() && chosen < 0; ++b) {
-    PreparedNode& probe = describe(node, static_cast<int>(b));
-    char reason[256] = {0};
-    const int ok = backends_[b].api->supports(backends_[b].instance, &probe.abi, reason, sizeof(reason));
+  auto supports = [&](const NodeRec& n, size_t b, std::string* reason) {
+    PreparedNode& probe = describe(n, static_cast<int>(b));
+    char text[256] = {0};
+    const int ok = backends_[b].api->supports(backends_[b].instance, &probe.abi, text, sizeof(text));
     prepared_.pop_back();
-    if (ok) {
+    if (!ok && reason) *reason = text[0] ? text : "not supported";
+    return ok != 0;
+  };
+  int chosen = -1;
+  bool decompose_on_chosen = false;
+  for (size_t b = 0; b < backends_.size() && chosen < 0; ++b) {
+    std::string reason;
+    if (supports(node, b, &reason)) {
       chosen = static_cast<int>(b);
-    } else {
-      declined += std::string(declined.empty() ? "" : "; ") + backends_[b].api->name + ": " +
-                  (reason[0] ? reason : "not supported");
+      break;
+    }
+    declined += std::string(declined.empty() ? "" : "; ") + backends_[b].api->name + ": " + reason;
+    if (node.body.empty()) continue;
+    bool body_ok = true;
+    for (const NodeRec& body_node : node.body) body_ok = body_ok && supports(body_node, b, nullptr);
+    if (body_ok) {
+      chosen = static_cast<int>(b);
+      decompose_on_chosen = true;
     }
   }
 
-  if (chosen >= 0) {
+  if (chosen >= 0 && !decompose_on_chosen) {
     rec.backend = backends_[static_cast<size_t>(chosen)].api->name;
     rec.reason = declined;
     Status st = prepare_on(node, chosen, where, steps);
@@ -398,16 +426,24 @@ Status Session::place_node(const NodeRec& node, int graph_index, bool record_pla
     return Status::ok();
   }
   if (!node.body.empty()) {
-    // No backend runs the fused kernel: run its body, each node placed alike.
+    // Run the body: on the chosen backend, or (none runs it all) each body
+    // node placed on its own.
     fallbacks_.push_back(node_label(node) + " decomposed into " + std::to_string(node.body.size()) +
                          " nodes (" + declined + ")");
     std::string body_backend;
     for (const NodeRec& b : node.body) {
-      const size_t before = placements_.size();
-      Status st = place_node(b, graph_index, /*record_placement=*/true, where, steps);
-      if (!st.is_ok()) return st;
-      const std::string used = placements_[before].backend;
-      placements_.resize(before);
+      std::string used;
+      if (decompose_on_chosen) {
+        Status st = prepare_on(b, chosen, where, steps);
+        if (!st.is_ok()) return st;
+        used = backends_[static_cast<size_t>(chosen)].api->name;
+      } else {
+        const size_t before = placements_.size();
+        Status st = place_node(b, graph_index, /*record_placement=*/true, where, steps);
+        if (!st.is_ok()) return st;
+        used = placements_[before].backend;
+        placements_.resize(before);
+      }
       if (body_backend.empty()) {
         body_backend = used;
       } else if (body_backend != used) {
