@@ -183,10 +183,8 @@ bool rescale_output_channels(PassContext& ctx, int node_index, const std::vector
   int new_w = w;
   if (!scale.empty()) {
     new_w = add_float_constant(&m, base + "/folded_weight", wshape, weights);
-    ctx.folded_weight_bytes += weights.size() * sizeof(float);
   }
   const int new_b = add_float_constant(&m, base + "/folded_bias", {channels}, new_bias);
-  ctx.folded_weight_bytes += new_bias.size() * sizeof(float);
   ir::Node& q = m.main().nodes[static_cast<size_t>(node_index)];  // add_* may not move nodes, but be safe
   q.inputs[1] = new_w;
   if (q.inputs.size() < 3) q.inputs.resize(3, -1);

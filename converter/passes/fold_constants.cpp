@@ -242,19 +242,8 @@ bool fold_constants(PassContext& ctx, PassResult* result) {
     result->count("skipped_bloat");
   }
 
-  // Bytes that stay in the file: folded results some kept node still reads.
   int64_t count = 0;
-  for (const Fold& f : folds) {
-    if (!folded[f.node]) continue;
-    ++count;
-    for (int t : nodes[f.node].outputs) {
-      bool read_by_kept_node = uses.escapes(t);
-      for (int r : uses.readers(t)) {
-        if (!folded[static_cast<size_t>(r)]) read_by_kept_node = true;
-      }
-      if (read_by_kept_node) ctx.folded_weight_bytes += tensor_at(m, t).byte_size();
-    }
-  }
+  for (const Fold& f : folds) count += folded[f.node] ? 1 : 0;
   if (count == 0) return true;
   erase_nodes(&m, folded);
   result->count("folded", count);

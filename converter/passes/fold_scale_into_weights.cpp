@@ -71,8 +71,85 @@ int scaled_columns(PassContext& ctx, int w, const std::vector<double>& scale, co
   const std::vector<int64_t> shape = tensor_at(m, w).shape;
   const int64_t n = shape[1];
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(v[i] * scale[i % static_cast<size_t>(n)]);
-  ctx.folded_weight_bytes += v.size() * sizeof(float);
   return add_float_constant(&m, base + "/folded_weight", shape, v);
+}
+
+
+// The single axis (of an output of rank `rank`) along which constant t
+// varies; -1 for a scalar-like constant; -2 if it varies along several or
+// has a larger rank.
+int varying_axis(const ir::Model& m, int t, size_t rank) {
+  const std::vector<int64_t>& shape = tensor_at(m, t).shape;
+  if (shape.size() > rank) return -2;
+  int axis = -1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (axis >= 0) return -2;
+    axis = static_cast<int>(d + rank - shape.size());
+  }
+  return axis;
+}
+
+// True if a per-channel op on axis `axis` of z folds into z's producer.
+bool folds_into_producer(const ir::Model& m, const UseMap& uses, int z, int axis) {
+  const int p = uses.producer(z);
+  if (p < 0 || uses.sole_reader(z) < 0) return false;
+  const ir::Node& n = m.main().nodes[static_cast<size_t>(p)];
+  const int rank = static_cast<int>(tensor_at(m, z).shape.size());
+  if (is_op(n, "Conv") || is_op(n, "ConvTranspose") || is_op(n, "Gemm")) return axis == 1 || axis == -1;
+  if (!(is_op(n, "MatMul") || is_op(n, "Add")) || (axis != rank - 1 && axis != -1)) return false;
+  const int w = is_op(n, "MatMul") ? (n.inputs.size() == 2 ? n.inputs[1] : -1) : -1;
+  if (w >= 0) return is_constant(m, w) && tensor_at(m, w).shape.size() == 2;
+  // Add(MatMul(x, W), b): the bias chain fold_scale_into_weights handles.
+  if (n.inputs.size() != 2) return false;
+  for (int k = 0; k < 2; ++k) {
+    const int mm = n.inputs[static_cast<size_t>(k)];
+    const int q = uses.producer(mm);
+    if (q < 0 || !is_constant(m, n.inputs[static_cast<size_t>(1 - k)])) continue;
+    const ir::Node& qn = m.main().nodes[static_cast<size_t>(q)];
+    if (is_op(qn, "MatMul") && qn.inputs.size() == 2 && is_constant(m, qn.inputs[1]) &&
+        tensor_at(m, qn.inputs[1]).shape.size() == 2) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Rewrites y = op(Transpose(z), c) (node i, Transpose t) into
+// y = Transpose(op(z, c')).
+bool swap_through_transpose(PassContext& ctx, const UseMap& uses, int i, int t, int x, int c) {
+  ir::Model& m = *ctx.model;
+  const std::vector<ir::Node>& nodes = m.main().nodes;
+  const ir::Node& tn = nodes[static_cast<size_t>(t)];
+  const int z = tn.inputs[0];
+  const std::vector<int64_t>& zshape = tensor_at(m, z).shape;
+  const size_t rank = zshape.size();
+  std::vector<int64_t> perm = attr_ints(tn, "perm", {});
+  if (perm.empty()) {
+    for (size_t k = 0; k < rank; ++k) perm.push_back(static_cast<int64_t>(rank - 1 - k));
+  }
+  if (perm.size() != rank || uses.sole_reader(x) != i) return false;
+  const int axis = varying_axis(m, c, rank);
+  if (axis == -2) return false;
+  const int z_axis = axis < 0 ? -1 : static_cast<int>(perm[static_cast<size_t>(axis)]);
+  if (z_axis >= static_cast<int>(rank) || !folds_into_producer(m, uses, z, z_axis)) return false;
+  // c' : the values of c along axis z_axis of z.
+  std::vector<int64_t> cshape(rank, 1);
+  if (z_axis >= 0) cshape[static_cast<size_t>(z_axis)] = zshape[static_cast<size_t>(z_axis)];
+  const std::vector<float> values = float_values(m, c);
+  const int c2 = add_float_constant(&m, tensor_at(m, c).name + "/transposed", cshape, values);
+  const int t2 = add_activation_like(&m, tensor_at(m, x).name + "/before_transpose", z);
+  std::vector<ir::Node>& all = m.main().nodes;
+  ir::Node& op_node = all[static_cast<size_t>(i)];
+  ir::Node& transpose = all[static_cast<size_t>(t)];
+  const int y = op_node.outputs[0];
+  const bool c_first = op_node.inputs[0] == c;
+  op_node.inputs = c_first ? std::vector<int>{c2, z} : std::vector<int>{z, c2};
+  op_node.outputs = {t2};
+  transpose.inputs = {t2};
+  transpose.outputs = {y};
+  std::swap(all[static_cast<size_t>(i)], all[static_cast<size_t>(t)]);  // the op now runs first
+  return stable_topo_sort(&m);
 }
 
 }  // namespace
@@ -144,7 +221,6 @@ bool fold_scale_into_weights(PassContext& ctx, PassResult* result) {
         }
         std::vector<float> new_bias(bias.begin(), bias.end());
         const int nb = add_float_constant(&m, prod.name + "/folded_bias", {out[axis]}, new_bias);
-        ctx.folded_weight_bytes += new_bias.size() * sizeof(float);
         int w = -1;
         if (!scale.empty()) w = scaled_columns(ctx, mm.inputs[1], scale, mm.name);
         std::vector<ir::Node>& all = m.main().nodes;
@@ -153,6 +229,15 @@ bool fold_scale_into_weights(PassContext& ctx, PassResult* result) {
         add.inputs = {mm_out, nb};
         add.outputs[0] = y;
         result->count(op + "_into_MatMul_bias");
+      } else if (is_op(prod, "Transpose") && prod.inputs.size() == 1 && prod.inputs[0] >= 0) {
+        // op(Transpose(z), c) = Transpose(op(z, c')) with c' the constant
+        // along the transposed axis; worth it only when op then folds into
+        // z's producer (a layer scale after a permute, as in ConvNeXt).
+        if (!swap_through_transpose(ctx, uses, static_cast<int>(i), p, x, c)) continue;
+        result->count(op + "_moved_before_Transpose");
+        result->changed = true;
+        again = true;
+        continue;
       } else {
         continue;
       }

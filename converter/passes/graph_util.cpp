@@ -461,18 +461,19 @@ bool apply_fusion(PassContext& ctx, const FusionSpec& spec, std::string* why) {
   fused.inputs = spec.inputs;
   fused.outputs = spec.outputs;
   fused.attrs = spec.attrs;
-  std::string name;
+  // "first+last" (or "first+...+last"): readable, unique like the names.
+  const std::string& first_name = nodes[static_cast<size_t>(*members.begin())].name;
+  const std::string& last_name = nodes[static_cast<size_t>(*members.rbegin())].name;
+  fused.name = members.size() == 1 ? first_name
+               : first_name + (members.size() > 2 ? "+...+" : "+") + last_name;
   for (int i : members) {
     ir::Node& n = nodes[static_cast<size_t>(i)];
-    name += (name.empty() ? "" : "+") + n.name;
     if (!n.body.empty()) {
       for (ir::Node& b : n.body) fused.body.push_back(std::move(b));
     } else {
       fused.body.push_back(n);
     }
   }
-  if (name.size() > 200) name = name.substr(0, 200) + "...";
-  fused.name = name;
   for (int t : produced) {
     if (!outputs.count(t)) model.tensors[static_cast<size_t>(t)].kind = ir::TensorKind::Scratch;
   }
@@ -483,7 +484,6 @@ bool apply_fusion(PassContext& ctx, const FusionSpec& spec, std::string* why) {
   erase_nodes(&model, dead);
   if (!stable_topo_sort(&model)) return ctx.fail("internal error: fusing " + spec.pattern +
                                                  " made the graph cyclic");
-  ++ctx.fusions[spec.pattern];
   return true;
 }
 

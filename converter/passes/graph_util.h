@@ -108,7 +108,7 @@ struct FusionSpec {
 // output, when an output is not produced by the nodes, when the body reads a
 // non-constant tensor that is neither a fused input nor produced inside, or
 // when fusing would create a cycle. On success the intermediates become
-// Scratch tensors, ctx.fusions counts the pattern and the graph is
+// Scratch tensors and the graph is
 // re-sorted.
 bool apply_fusion(PassContext& ctx, const FusionSpec& spec, std::string* why);
 

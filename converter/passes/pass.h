@@ -24,12 +24,10 @@
 namespace kite::passes {
 
 // Shared state of one pipeline run: the model, one CPU evaluator for
-// constant folding, totals across passes and the first error.
+// constant folding, and the first error.
 struct PassContext {
   ir::Model* model = nullptr;
   converter::CpuEvaluator* evaluator = nullptr;
-  std::map<std::string, int> fusions;  // fused pattern -> nodes created
-  uint64_t folded_weight_bytes = 0;    // bytes of constants written by folds
   std::string error;
 
   bool fail(const std::string& message) {
@@ -63,8 +61,8 @@ struct PipelineOptions {
 
 struct PipelineReport {
   std::vector<PassStats> passes;      // in pipeline order, disabled ones left out
-  std::map<std::string, int> fusions;
-  uint64_t folded_weight_bytes = 0;
+  std::map<std::string, int> fusions;  // fused pattern -> nodes in the final graph
+  uint64_t folded_weight_bytes = 0;   // bytes of final constants the optimizer computed
   int outer_rounds = 0;
   bool hit_round_limit = false;       // a group still changed in its last round
 };
