@@ -1,6 +1,7 @@
 #include "const_eval.h"
 
 #include <cstddef>
+#include <set>
 
 #include "cpu_backend.h"
 #include "kite/ops/op_node.h"
@@ -63,8 +64,12 @@ class AbiNode {
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       const int index = node.outputs[k];
       if (index < 0) {
-        // The ABI has no absent outputs; an unused optional output still
-        // gets its buffer, discarded afterwards.
+        // An unused optional output is a NULL entry, as the runtime passes
+        // it. The evaluator needs every output, though.
+        if (!outputs) {
+          outputs_.push_back(nullptr);
+          continue;
+        }
         return fail(err, label + ": output " + std::to_string(k) +
                              " is unused; the CPU evaluator needs every output");
       }
@@ -235,6 +240,64 @@ bool CpuEvaluator::evaluate(const ir::Model& model, const ir::Node& node,
   }
   *outputs_data = std::move(outputs);
   return true;
+}
+
+namespace {
+
+// Collects the refusals of the nodes of one graph, recursing into the
+// branches of If nodes (only the taken one when the condition is constant).
+void collect_refusals(const ir::Model& model, int graph_index, CpuEvaluator* evaluator,
+                      std::set<int>* visited, std::vector<std::string>* lines) {
+  if (graph_index < 0 || static_cast<size_t>(graph_index) >= model.graphs.size() ||
+      !visited->insert(graph_index).second) {
+    return;
+  }
+  const ir::Graph& graph = model.graphs[static_cast<size_t>(graph_index)];
+  for (const ir::Node& node : graph.nodes) {
+    if (node.op == "If" && node.domain.empty()) {
+      // Control flow runs in the session; its branches hold the kernels.
+      const ir::Attr* then_attr = node.find_attr("then_branch");
+      const ir::Attr* else_attr = node.find_attr("else_branch");
+      int taken = -1;
+      if (!node.inputs.empty() && node.inputs[0] >= 0) {
+        const ir::Tensor& cond = model.tensors[static_cast<size_t>(node.inputs[0])];
+        if (cond.is_constant() && cond.data.size() == 1) taken = cond.data[0] != 0 ? 1 : 0;
+      }
+      if (then_attr && then_attr->type == KITE_ATTR_GRAPH && taken != 0) {
+        collect_refusals(model, static_cast<int>(then_attr->i), evaluator, visited, lines);
+      }
+      if (else_attr && else_attr->type == KITE_ATTR_GRAPH && taken != 1) {
+        collect_refusals(model, static_cast<int>(else_attr->i), evaluator, visited, lines);
+      }
+      continue;
+    }
+    std::string reason;
+    if (!evaluator->supports(model, node, &reason)) {
+      const std::string where =
+          graph_index == 0 ? std::string() : " in graph '" + graph.name + "'";
+      lines->push_back("node '" + node.name + "' (" + node.op + ")" + where + ": " +
+                       (reason.empty() ? std::string("not supported") : reason));
+    }
+  }
+}
+
+}  // namespace
+
+bool check_cpu_support(const ir::Model& model, std::string* err) {
+  if (model.graphs.empty()) return true;
+  CpuEvaluator evaluator;
+  std::set<int> visited;
+  std::vector<std::string> lines;
+  collect_refusals(model, 0, &evaluator, &visited, &lines);
+  if (lines.empty()) return true;
+  if (err) {
+    std::string text = std::to_string(lines.size()) +
+                       " node(s) cannot run: the CPU backend (the one every device falls back "
+                       "to) refuses them:";
+    for (const std::string& line : lines) text += "\n  " + line;
+    *err = text;
+  }
+  return false;
 }
 
 bool evaluate_node_on_cpu(const ir::Model& model, const ir::Node& node,

@@ -38,6 +38,13 @@ class CpuEvaluator {
   void* backend_ = nullptr;
 };
 
+// Asks the CPU backend's supports() about every node that would run: the
+// main graph and the branches of each If (only the taken branch when the
+// condition is a constant; If itself runs in the session). Run after
+// infer_shapes. False with ONE message listing every refused node (name, op,
+// the backend's reason), first line "N node(s) cannot run: ...".
+bool check_cpu_support(const ir::Model& model, std::string* err);
+
 // One-shot form of CpuEvaluator::evaluate.
 bool evaluate_node_on_cpu(const ir::Model& model, const ir::Node& node,
                           std::vector<std::vector<uint8_t>>* outputs_data, std::string* err);
