@@ -169,7 +169,8 @@ class ShapeInference {
         auto it = not_folded_.find(index);
         if (index >= 0 && it != not_folded_.end()) {
           why += "\n  note: input '" + tensor(index).name +
-                 "' has constant inputs but was not computed at convert time: " + it->second;
+                 "' is computed from constants only, but was not computed at convert time: " +
+                 it->second;
         }
       }
       return fail(why);
@@ -259,7 +260,26 @@ class ShapeInference {
       *folded = true;
       return true;
     }
-    if (!all_inputs_constant(node)) return true;
+    if (!all_inputs_constant(node)) {
+      // When every input that is not a constant is itself a constant
+      // expression left unfolded, so are this node's outputs: keep the root
+      // reason, so a later "value must be known" error can name it.
+      std::string root;
+      bool any = false;
+      for (int index : node.inputs) {
+        if (index < 0 || tensor(index).is_constant()) continue;
+        auto it = not_folded_.find(index);
+        if (it == not_folded_.end()) return true;
+        if (!any) root = it->second;
+        any = true;
+      }
+      if (any) {
+        for (int index : node.outputs) {
+          if (index >= 0) not_folded_[index] = root;
+        }
+      }
+      return true;
+    }
     uint64_t total = 0;
     for (int index : node.outputs) total += tensor(index).byte_size();
     std::string reason;
