@@ -238,11 +238,14 @@ bool conv_transpose_geometry(Ctx& c, WindowGeometry* g) {
       } else if (!mul_ok(in, s, &out)) {
         return c.overflow("output size on " + axis_name);
       }
-      const int64_t total = full - out;
-      if (out < 0 || total < 0) {
+      if (out < 0) {
         return c.fail("output size " + std::to_string(out) + " on " + axis_name +
-                      " is not reachable (at most " + std::to_string(full) + ")");
+                      " is negative");
       }
+      // An output larger than the full result (negative total padding) is
+      // padded with zeros (plus bias) at the end: no padding is removed, as
+      // onnxruntime (max(0, total)) and ONNX's reference do.
+      const int64_t total = full > out ? full - out : 0;
       // ONNX's ConvTranspose puts the odd pad at the end for SAME_UPPER and at
       // the start otherwise.
       g->pads_begin[a] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
