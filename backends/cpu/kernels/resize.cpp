@@ -193,9 +193,19 @@ std::unique_ptr<Kernel> prepare_resize(const KernelArgs& args, std::string* err)
     }
     const std::string policy = op.attr_string("keep_aspect_ratio_policy", "stretch");
     if (policy == "not_larger" || policy == "not_smaller") {
+      // The common scale comes from the requested sizes, not from the output
+      // shape: that one is already rounded (round(in * common)), so out/in
+      // differs from the common scale on all but the deciding axis.
+      const bool has_sizes = op.has_input(3) && op.inputs[3].data &&
+                             shape_numel(op.inputs[3].shape) == static_cast<int64_t>(axes.size());
+      const int64_t* sizes = has_sizes ? static_cast<const int64_t*>(op.inputs[3].data) : nullptr;
       float common = policy == "not_larger" ? 1e30f : 0.0f;
-      for (int64_t a : axes) {
-        common = policy == "not_larger" ? std::min(common, scale[a]) : std::max(common, scale[a]);
+      for (size_t i = 0; i < axes.size(); ++i) {
+        const int64_t a = axes[i];
+        const float s = sizes && in[a] > 0
+                            ? static_cast<float>(sizes[i]) / static_cast<float>(in[a])
+                            : scale[a];
+        common = policy == "not_larger" ? std::min(common, s) : std::max(common, s);
       }
       for (int64_t a : axes) scale[a] = common;
     }
