@@ -144,8 +144,8 @@ bool run_pipeline(ir::Model* model, const PipelineOptions& options, PipelineRepo
           }
           const size_t after = model->main().nodes.size();
           ++stats.rounds;
-          stats.nodes_after = after;
           stats.nodes_removed += static_cast<int64_t>(before) - static_cast<int64_t>(after);
+          stats.nodes_after = static_cast<size_t>(static_cast<int64_t>(stats.nodes_before) - stats.nodes_removed);
           for (const auto& kv : result.counters) stats.counters[kv.first] += kv.second;
           if (result.changed) {
             ++stats.changed;

@@ -1,0 +1,1012 @@
+// The graph optimizer's passes, one at a time, on tiny IR graphs: each test
+// checks the resulting structure and that the optimized graph gives the same
+// outputs as the unoptimized one through the CPU runtime on seeded random
+// inputs; and a case where the pass must NOT apply (an intermediate with a
+// second reader, a run-time If condition, ...). Last, the fused kernels
+// against their bodies: the same file run fused and decomposed.
+//
+// Tolerance (kTol): max|optimized - reference| <= 2e-5 * max|reference|
+// (absolute 2e-5 when the reference is all zero). The passes change float
+// rounding only: folded weights (W * a, bias * a + b) round once more per
+// element (<= 1.2e-7 relative), the fused kernels sum in another order, and
+// GELU/softmax/LayerNorm formulas evaluate in float with a different
+// association; over these graphs' sums of <= 72 terms that stays below 1e-6
+// of max|ref| (measured ~1e-7). 2e-5 is a 20x margin; a wrong fold (a missed
+// epsilon, a transposed channel, a lost bias) is off by 1e-3 or more.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kite/converter/convert.h"
+#include "kite/kite.h"
+#include "memory/planner.h"
+#include "passes/pass.h"
+#include "writer/kite_writer.h"
+
+namespace {
+
+using kite::ir::Attr;
+using kite::ir::Model;
+using kite::ir::Node;
+using kite::ir::Tensor;
+using kite::ir::TensorKind;
+using Shape = std::vector<int64_t>;
+
+constexpr double kTol = 2e-5;
+
+Attr ints(const std::string& name, std::vector<int64_t> v) {
+  Attr a;
+  a.name = name;
+  a.type = KITE_ATTR_INTS;
+  a.ints = std::move(v);
+  return a;
+}
+Attr int1(const std::string& name, int64_t v) {
+  Attr a;
+  a.name = name;
+  a.type = KITE_ATTR_INT;
+  a.i = v;
+  return a;
+}
+Attr flt(const std::string& name, float v) {
+  Attr a;
+  a.name = name;
+  a.type = KITE_ATTR_FLOAT;
+  a.f = v;
+  return a;
+}
+Attr graph_attr(const std::string& name, int g) {
+  Attr a;
+  a.name = name;
+  a.type = KITE_ATTR_GRAPH;
+  a.i = g;
+  return a;
+}
+
+// Builds a model node by node; every output's dtype and shape come from the
+// shared op rules (kite::ops::infer_types), without folding anything.
+class Builder {
+ public:
+  Builder() {
+    m_.source_opset = 17;
+    m_.producer = "passes_test";
+    m_.graphs.emplace_back();
+    m_.graphs[0].name = "main";
+  }
+
+  int input(const std::string& name, Shape shape, kite_dtype dtype = KITE_DTYPE_FLOAT32) {
+    const int t = add(name, dtype, std::move(shape), TensorKind::Input);
+    m_.graphs[0].inputs.push_back(t);
+    return t;
+  }
+  int constant(const std::string& name, Shape shape, const std::vector<float>& values) {
+    const int t = add(name, KITE_DTYPE_FLOAT32, std::move(shape), TensorKind::Constant);
+    bytes(t, values.data(), values.size() * 4);
+    return t;
+  }
+  int scalar(const std::string& name, float v) { return constant(name, {}, {v}); }
+  int ints_constant(const std::string& name, const std::vector<int64_t>& values) {
+    const int t = add(name, KITE_DTYPE_INT64, {static_cast<int64_t>(values.size())}, TensorKind::Constant);
+    bytes(t, values.data(), values.size() * 8);
+    return t;
+  }
+  int bool_constant(const std::string& name, bool v) {
+    const int t = add(name, KITE_DTYPE_BOOL, {}, TensorKind::Constant);
+    const uint8_t b = v ? 1 : 0;
+    bytes(t, &b, 1);
+    return t;
+  }
+  // Seeded values in [lo, hi).
+  int random_constant(const std::string& name, Shape shape, float lo = -1.0f, float hi = 1.0f) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::mt19937 rng(seed_++);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = dist(rng);
+    return constant(name, std::move(shape), v);
+  }
+
+  // One node in graph g; returns its outputs.
+  std::vector<int> node_n(const std::string& op, std::vector<int> inputs, std::vector<Attr> attrs,
+                          int num_outputs, int g = 0) {
+    Node n;
+    n.name = op + "_" + std::to_string(counter_++);
+    n.op = op;
+    n.inputs = std::move(inputs);
+    n.attrs = std::move(attrs);
+    kite::ops::OpNode op_node = kite::ir::to_op_node(m_, n);
+    op_node.num_outputs = num_outputs;
+    std::vector<kite::ops::TensorType> types;
+    std::string err;
+    EXPECT_TRUE(kite::ops::infer_types(op_node, &types, &err)) << err;
+    std::vector<int> outs;
+    for (int k = 0; k < num_outputs; ++k) {
+      const auto& type = types.at(static_cast<size_t>(k));
+      outs.push_back(add(n.name + "_out" + std::to_string(k), type.dtype, type.shape, TensorKind::Activation));
+    }
+    n.outputs = outs;
+    m_.graphs[static_cast<size_t>(g)].nodes.push_back(std::move(n));
+    return outs;
+  }
+  int node(const std::string& op, std::vector<int> inputs, std::vector<Attr> attrs = {}, int g = 0) {
+    return node_n(op, std::move(inputs), std::move(attrs), 1, g)[0];
+  }
+  // A node whose output type the op rules cannot infer before folding (a
+  // Reshape to a computed shape): declared, as an ONNX file would.
+  int declared(const std::string& op, std::vector<int> inputs, kite_dtype dtype, Shape shape) {
+    Node n;
+    n.name = op + "_" + std::to_string(counter_++);
+    n.op = op;
+    n.inputs = std::move(inputs);
+    n.outputs = {add(n.name + "_out0", dtype, std::move(shape), TensorKind::Activation)};
+    m_.graphs[0].nodes.push_back(n);
+    return n.outputs[0];
+  }
+
+  int graph(const std::string& name) {
+    m_.graphs.emplace_back();
+    m_.graphs.back().name = name;
+    return static_cast<int>(m_.graphs.size()) - 1;
+  }
+  void graph_output(int g, int t) { m_.graphs[static_cast<size_t>(g)].outputs.push_back(t); }
+  // An If in the main graph; its output takes the then branch's output type.
+  int if_node(int cond, int then_g, int else_g) {
+    const int src = m_.graphs[static_cast<size_t>(then_g)].outputs.at(0);
+    const Tensor& like = m_.tensors[static_cast<size_t>(src)];
+    const int out = add("if_out", like.dtype, like.shape, TensorKind::Activation);
+    Node n;
+    n.name = "if";
+    n.op = "If";
+    n.inputs = {cond};
+    n.outputs = {out};
+    n.attrs = {graph_attr("then_branch", then_g), graph_attr("else_branch", else_g)};
+    m_.graphs[0].nodes.push_back(n);
+    return out;
+  }
+  void output(int t) {
+    m_.tensors[static_cast<size_t>(t)].kind = TensorKind::Output;
+    m_.graphs[0].outputs.push_back(t);
+  }
+  const Model& model() const { return m_; }
+
+ private:
+  int add(const std::string& name, kite_dtype dtype, Shape shape, TensorKind kind) {
+    Tensor t;
+    t.name = name;
+    t.dtype = dtype;
+    t.shape = std::move(shape);
+    t.shape_known = true;
+    t.kind = kind;
+    return m_.add_tensor(std::move(t));
+  }
+  void bytes(int t, const void* data, size_t size) {
+    auto& d = m_.tensors[static_cast<size_t>(t)].data;
+    d.resize(size);
+    if (size) std::memcpy(d.data(), data, size);
+  }
+
+  Model m_;
+  int counter_ = 0;
+  uint32_t seed_ = 100;
+};
+
+// ---- running a model through the runtime ---------------------------------
+
+struct RunResult {
+  std::vector<std::vector<float>> outputs;
+  int fused = 0;       // fused nodes run by a fused kernel
+  int decomposed = 0;  // fused nodes run as their body
+};
+
+enum class Path { kDefault, kDecomposed };
+
+std::vector<std::vector<float>> random_inputs(const Model& m, uint32_t seed) {
+  std::vector<std::vector<float>> inputs;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (int t : m.main().inputs) {
+    const Tensor& tensor = m.tensors[static_cast<size_t>(t)];
+    std::vector<float> v(static_cast<size_t>(tensor.byte_size() / 4));
+    for (float& x : v) x = dist(rng);
+    inputs.push_back(std::move(v));
+  }
+  return inputs;
+}
+
+// Plans, writes and runs a copy of m. Path::kDecomposed prefers the test
+// backend configured to decline fused nodes: the session then runs each
+// fused node's body on it (it runs every primitive), never the CPU's fused
+// kernel.
+RunResult run(const Model& in, const std::vector<std::vector<float>>& inputs, Path path = Path::kDefault) {
+  RunResult r;
+  Model m = in;
+  kite::converter::materialize_outputs(&m);
+  std::string err;
+  EXPECT_TRUE(kite::memory::plan_memory(&m, 256, &err)) << err;
+  std::vector<uint8_t> bytes;
+  EXPECT_TRUE(kite::writer::serialize(m, &bytes, &err)) << err;
+  if (path == Path::kDecomposed) {
+    setenv("KITE_TEST_BACKEND", "decline-fused", 1);
+  }
+  kite_model* model = nullptr;
+  kite_session_options* options = nullptr;
+  kite_session* session = nullptr;
+  EXPECT_EQ(kite_model_load_memory(bytes.data(), bytes.size(), &model), KITE_OK) << kite_last_error();
+  kite_session_options_create(&options);
+  kite_session_options_set_backends(options, path == Path::kDecomposed ? "test,cpu" : "cpu");
+  kite_session_options_set_backend_path(options, KITE_TEST_PLUGIN_DIR);
+  kite_session_options_set_poison(options, 1);  // stale arena bytes become NaN
+  const kite_status created = kite_session_create(model, options, &session);
+  EXPECT_EQ(created, KITE_OK) << kite_last_error();
+  if (created == KITE_OK) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      EXPECT_EQ(kite_session_set_input(session, static_cast<int32_t>(i), inputs[i].data(),
+                                       inputs[i].size() * 4),
+                KITE_OK);
+    }
+    EXPECT_EQ(kite_session_run(session), KITE_OK) << kite_last_error();
+    for (size_t k = 0; k < m.main().outputs.size(); ++k) {
+      const Tensor& t = m.tensors[static_cast<size_t>(m.main().outputs[k])];
+      std::vector<float> out(static_cast<size_t>(t.byte_size() / 4));
+      EXPECT_EQ(kite_session_get_output(session, static_cast<int32_t>(k), out.data(), out.size() * 4), KITE_OK);
+      r.outputs.push_back(std::move(out));
+    }
+    int32_t count = 0;
+    kite_session_get_node_count(session, &count);
+    for (int32_t i = 0; i < count; ++i) {
+      kite_node_placement p;
+      kite_session_get_node_placement(session, i, &p);
+      r.fused += p.fused && !p.decomposed;
+      r.decomposed += p.decomposed != 0;
+    }
+  }
+  kite_session_destroy(session);
+  kite_session_options_destroy(options);
+  kite_model_destroy(model);
+  unsetenv("KITE_TEST_BACKEND");
+  return r;
+}
+
+void expect_close(const std::vector<std::vector<float>>& ref, const std::vector<std::vector<float>>& got,
+                  double tol = kTol) {
+  ASSERT_EQ(ref.size(), got.size());
+  for (size_t k = 0; k < ref.size(); ++k) {
+    ASSERT_EQ(ref[k].size(), got[k].size()) << "output " << k;
+    double max_ref = 0.0, max_diff = 0.0;
+    for (size_t i = 0; i < ref[k].size(); ++i) {
+      ASSERT_TRUE(std::isfinite(got[k][i])) << "output " << k << " element " << i << " is " << got[k][i];
+      max_ref = std::max(max_ref, std::fabs(static_cast<double>(ref[k][i])));
+      max_diff = std::max(max_diff, std::fabs(static_cast<double>(ref[k][i]) - got[k][i]));
+    }
+    const double bound = max_ref > 0.0 ? tol * max_ref : tol;
+    EXPECT_LE(max_diff, bound) << "output " << k << ": max|diff| " << max_diff << ", max|ref| " << max_ref;
+  }
+}
+
+// ---- running passes -------------------------------------------------------
+
+using kite::passes::PassContext;
+using kite::passes::PassFn;
+using kite::passes::PassResult;
+
+// Runs the passes in order on m (then DCE and compaction, as the pipeline
+// does between rounds) and returns the last pass's result.
+PassResult apply(Model* m, std::initializer_list<PassFn> passes) {
+  kite::converter::CpuEvaluator evaluator;
+  PassContext ctx;
+  ctx.model = m;
+  ctx.evaluator = &evaluator;
+  PassResult last;
+  for (PassFn fn : passes) {
+    last = PassResult();
+    EXPECT_TRUE(fn(ctx, &last)) << ctx.error;
+  }
+  PassResult dce;
+  EXPECT_TRUE(kite::passes::eliminate_dead_code(ctx, &dce)) << ctx.error;
+  return last;
+}
+
+std::map<std::string, int> op_counts(const Model& m) {
+  std::map<std::string, int> counts;
+  for (const Node& n : m.main().nodes) ++counts[n.op];
+  return counts;
+}
+
+const Node* find_op(const Model& m, const std::string& op) {
+  for (const Node& n : m.main().nodes) {
+    if (n.op == op) return &n;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> body_ops(const Node& n) {
+  std::vector<std::string> ops;
+  for (const Node& b : n.body) ops.push_back(b.op);
+  return ops;
+}
+
+// Every tensor a fused body produces but the fused node does not output is
+// Scratch.
+void expect_scratch_intermediates(const Model& m, const Node& fused) {
+  for (const Node& b : fused.body) {
+    for (int t : b.outputs) {
+      if (t < 0) continue;
+      bool is_output = false;
+      for (int o : fused.outputs) is_output = is_output || o == t;
+      EXPECT_EQ(m.tensors[static_cast<size_t>(t)].kind == TensorKind::Scratch, !is_output)
+          << "tensor '" << m.tensors[static_cast<size_t>(t)].name << "'";
+    }
+  }
+}
+
+// Optimizes a copy with `passes`, checks the numerics against m (on two
+// seeds) and returns the copy for structural checks.
+Model optimized(const Model& m, std::initializer_list<PassFn> passes, PassResult* result = nullptr) {
+  Model opt = m;
+  PassResult r = apply(&opt, passes);
+  if (result) *result = r;
+  for (uint32_t seed : {1u, 2u}) {
+    const auto inputs = random_inputs(m, seed);
+    expect_close(run(m, inputs).outputs, run(opt, inputs).outputs);
+  }
+  return opt;
+}
+
+// ---- constant folding -------------------------------------------------------
+
+TEST(FoldConstants, ConstantChainBecomesOneMul) {
+  Builder b;
+  const int x = b.input("x", {2, 3});
+  const int a = b.node("Mul", {b.scalar("pi", 3.14f), b.scalar("two", 2.0f)});
+  const int c = b.node("Add", {a, b.scalar("one", 1.0f)});
+  b.output(b.node("Mul", {x, c}));
+  PassResult r;
+  const Model opt = optimized(b.model(), {kite::passes::fold_constants}, &r);
+  EXPECT_TRUE(r.changed);
+  EXPECT_EQ(r.counters["folded"], 2);
+  ASSERT_EQ(opt.main().nodes.size(), 1u);
+  const Node& mul = opt.main().nodes[0];
+  EXPECT_EQ(mul.op, "Mul");
+  const Tensor& k = opt.tensors[static_cast<size_t>(mul.inputs[1])];
+  ASSERT_TRUE(k.is_constant());
+  float value = 0.0f;
+  std::memcpy(&value, k.data.data(), 4);
+  EXPECT_EQ(value, 3.14f * 2.0f + 1.0f);
+  EXPECT_NEAR(value, 7.28f, 1e-6f);
+}
+
+TEST(FoldConstants, NodeWithARuntimeInputIsKept) {
+  Builder b;
+  const int x = b.input("x", {4});
+  b.output(b.node("Add", {b.node("Relu", {x}), b.scalar("one", 1.0f)}));
+  Model m = b.model();
+  const PassResult r = apply(&m, {kite::passes::fold_constants});
+  EXPECT_FALSE(r.changed);
+  EXPECT_EQ(m.main().nodes.size(), 2u);
+}
+
+TEST(FoldConstants, ShapeSubgraphFoldsCompletely) {
+  // Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])): the exporters' way
+  // of writing x.reshape(x.shape[0], -1).
+  Builder b;
+  const int x = b.input("x", {2, 3, 4});
+  const int shape = b.node("Shape", {x});
+  const int dim0 = b.node("Gather", {shape, b.ints_constant("zero", {0})}, {int1("axis", 0)});
+  const int rest = b.ints_constant("minus_one", {-1});
+  const int target = b.node("Concat", {dim0, rest}, {int1("axis", 0)});
+  b.output(b.declared("Reshape", {b.node("Relu", {x}), target}, KITE_DTYPE_FLOAT32, {2, 12}));
+  const Model opt = optimized(b.model(), {kite::passes::fold_constants});
+  EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Relu", 1}, {"Reshape", 1}}));
+}
+
+TEST(FoldConstants, BroadcastIsNotWrittenUnlessItsConsumerFolds) {
+  Builder b;
+  const int x = b.input("x", {64, 64});
+  const int big_shape = b.ints_constant("shape", {64, 64});
+  // Expand(scalar) read by a run-time Add: folding would write 16 KiB for 4 bytes.
+  const int expanded = b.node("Expand", {b.scalar("c", 0.5f), big_shape});
+  const int y1 = b.node("Add", {x, expanded});
+  // Expand(scalar) read only by a folding ReduceSum: folds away completely.
+  const int expanded2 = b.node("Expand", {b.scalar("d", 0.25f), big_shape});
+  const int total = b.node("ReduceSum", {expanded2, b.ints_constant("axes", {0, 1})}, {int1("keepdims", 0)});
+  b.output(b.node("Mul", {y1, total}));
+  PassResult r;
+  const Model opt = optimized(b.model(), {kite::passes::fold_constants}, &r);
+  EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Add", 1}, {"Expand", 1}, {"Mul", 1}}));
+  EXPECT_EQ(r.counters["skipped_bloat"], 1);
+  uint64_t constant_bytes = 0;
+  for (const Tensor& t : opt.tensors) constant_bytes += t.is_constant() ? t.data.size() : 0;
+  EXPECT_LT(constant_bytes, 1024u);
+}
+
+TEST(FoldConstants, CastFoldsOnlyWhenExact) {
+  for (const float v : {2.0f, 2.5f}) {
+    Builder b;
+    const int x = b.input("x", {3});
+    const int as_int = b.node("Cast", {b.scalar("v", v)}, {int1("to", 7)});  // INT64
+    const int back = b.node("Cast", {as_int}, {int1("to", 1)});             // FLOAT
+    b.output(b.node("Mul", {x, back}));
+    const Model opt = optimized(b.model(), {kite::passes::fold_constants});
+    if (v == 2.0f) {
+      EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Mul", 1}}));
+    } else {
+      // 2.5 -> 2 changes the value: the Cast stays (and so does its reader).
+      EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Cast", 2}, {"Mul", 1}}));
+    }
+  }
+}
+
+// ---- control flow -------------------------------------------------------------
+
+// y = If(cond) then x * 2 else Relu(x + 1).
+Builder if_model(int cond_kind /* 0: const false, 1: const true, 2: run time */) {
+  Builder b;
+  const int x = b.input("x", {2, 3});
+  const int then_g = b.graph("then");
+  b.graph_output(then_g, b.node("Mul", {x, b.scalar("two", 2.0f)}, {}, then_g));
+  const int else_g = b.graph("else");
+  b.graph_output(else_g, b.node("Relu", {b.node("Add", {x, b.scalar("one", 1.0f)}, {}, else_g)}, {}, else_g));
+  int cond;
+  if (cond_kind == 2) {
+    const int sum = b.node("ReduceSum", {x}, {int1("keepdims", 0)});
+    cond = b.node("Greater", {sum, b.scalar("zero", 0.0f)});
+  } else {
+    cond = b.bool_constant("cond", cond_kind == 1);
+  }
+  b.output(b.node("Neg", {b.if_node(cond, then_g, else_g)}));
+  return b;
+}
+
+TEST(InlineConstantIf, FalseConditionLeavesOnlyTheElseBranch) {
+  const Model m = if_model(0).model();
+  const Model opt = optimized(m, {kite::passes::inline_constant_if});
+  EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Add", 1}, {"Neg", 1}, {"Relu", 1}}));
+  EXPECT_EQ(opt.graphs.size(), 1u);
+}
+
+TEST(InlineConstantIf, TrueConditionLeavesOnlyTheThenBranch) {
+  const Model opt = optimized(if_model(1).model(), {kite::passes::inline_constant_if});
+  EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Mul", 1}, {"Neg", 1}}));
+}
+
+TEST(InlineConstantIf, RunTimeConditionKeepsBothBranches) {
+  const Model m = if_model(2).model();
+  Model opt = m;
+  const PassResult r = apply(&opt, {kite::passes::inline_constant_if, kite::passes::fold_constants});
+  EXPECT_EQ(op_counts(opt)["If"], 1);
+  EXPECT_EQ(opt.graphs.size(), 3u);
+  // Both branches still run correctly: inputs with a positive and a negative sum.
+  for (float sign : {1.0f, -1.0f}) {
+    std::vector<std::vector<float>> inputs = {{1, 2, 3, 4, 5, 6}};
+    for (float& v : inputs[0]) v *= sign;
+    expect_close(run(m, inputs).outputs, run(opt, inputs).outputs);
+  }
+}
+
+// ---- elimination ---------------------------------------------------------------
+
+TEST(EliminateIdentity, IdentityAndDropoutAreRemoved) {
+  Builder b;
+  const int x = b.input("x", {2, 5});
+  const int a = b.node("Identity", {x});
+  const int r = b.node("Relu", {a});
+  const int d = b.node("Dropout", {r});
+  b.output(b.node("Identity", {d}));
+  const Model opt = optimized(b.model(), {kite::passes::eliminate_identity});
+  EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Relu", 1}}));
+  // The output keeps its tensor: Relu now writes it.
+  EXPECT_EQ(opt.main().nodes[0].outputs[0], opt.main().outputs[0]);
+}
+
+TEST(EliminateIdentity, CopyOfAGraphInputIntoTheOutputStays) {
+  Builder b;
+  const int x = b.input("x", {3});
+  b.output(b.node("Identity", {x}));
+  const Model opt = optimized(b.model(), {kite::passes::eliminate_identity});
+  EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Identity", 1}}));
+}
+
+TEST(EliminateCommonSubexpressions, IdenticalNodesMerge) {
+  Builder b;
+  const int x = b.input("x", {4, 4});
+  const int r1 = b.node("Sigmoid", {x});
+  const int r2 = b.node("Sigmoid", {x});
+  // Equal but separate constants also merge, so these two Adds match.
+  const int a1 = b.node("Add", {r1, b.scalar("one_a", 1.0f)});
+  const int a2 = b.node("Add", {r2, b.scalar("one_b", 1.0f)});
+  b.output(b.node("Mul", {a1, a2}));
+  const Model opt = optimized(b.model(), {kite::passes::eliminate_common_subexpressions});
+  EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Add", 1}, {"Mul", 1}, {"Sigmoid", 1}}));
+}
+
+TEST(EliminateCommonSubexpressions, DifferentAttributesDoNotMerge) {
+  Builder b;
+  const int x = b.input("x", {4});
+  const int l1 = b.node("LeakyRelu", {x}, {flt("alpha", 0.1f)});
+  const int l2 = b.node("LeakyRelu", {x}, {flt("alpha", 0.2f)});
+  b.output(b.node("Add", {l1, l2}));
+  const Model opt = optimized(b.model(), {kite::passes::eliminate_common_subexpressions});
+  EXPECT_EQ(op_counts(opt)["LeakyRelu"], 2);
+}
+
+TEST(EliminateDeadCode, UnusedNodesAndInitializersGo) {
+  Builder b;
+  const int x = b.input("x", {3});
+  b.node("Exp", {b.node("Mul", {x, b.scalar("unused_weight", 3.0f)})});  // reaches no output
+  b.output(b.node("Relu", {x}));
+  Model m = b.model();
+  const size_t tensors = m.tensors.size();
+  const Model opt = optimized(m, {});
+  EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Relu", 1}}));
+  EXPECT_EQ(opt.tensors.size(), tensors - 3);  // the weight and the Mul and Exp results
+  for (const Tensor& t : opt.tensors) EXPECT_NE(t.name, "unused_weight");
+}
+
+// ---- folding into weights -------------------------------------------------------
+
+// BatchNormalization with non-trivial statistics over `channels`.
+int batch_norm(Builder& b, int x, int64_t channels, float epsilon = 1e-3f) {
+  const int scale = b.random_constant("bn_scale", {channels}, 0.5f, 1.5f);
+  const int bias = b.random_constant("bn_bias", {channels}, -0.5f, 0.5f);
+  const int mean = b.random_constant("bn_mean", {channels}, -0.3f, 0.3f);
+  const int var = b.random_constant("bn_var", {channels}, 0.2f, 1.5f);
+  return b.node("BatchNormalization", {x, scale, bias, mean, var}, {flt("epsilon", epsilon)});
+}
+
+TEST(FoldBatchNorm, IntoConvConvTransposeAndGemm) {
+  Builder b;
+  const int x = b.input("x", {1, 4, 6, 6});
+  const int conv = b.node("Conv", {x, b.random_constant("w", {6, 2, 3, 3}), b.random_constant("cb", {6})},
+                          {ints("pads", {1, 1, 1, 1}), int1("group", 2)});
+  const int y1 = batch_norm(b, conv, 6);
+  const int deconv = b.node("ConvTranspose", {y1, b.random_constant("wt", {6, 2, 2, 2})},
+                            {int1("group", 3), ints("strides", {2, 2})});
+  const int y2 = batch_norm(b, deconv, 6);
+  const int flat = b.node("Flatten", {y2});
+  const int gemm = b.node("Gemm", {flat, b.random_constant("gw", {5, 864}), b.random_constant("gc", {5})},
+                          {int1("transB", 1), flt("beta", 0.5f)});
+  b.output(batch_norm(b, gemm, 5, 1e-5f));
+  PassResult r;
+  const Model opt = optimized(b.model(), {kite::passes::fold_batch_norm}, &r);
+  EXPECT_EQ(op_counts(opt),
+            (std::map<std::string, int>{{"Conv", 1}, {"ConvTranspose", 1}, {"Flatten", 1}, {"Gemm", 1}}));
+  EXPECT_EQ(r.counters["into_Conv"], 1);
+  EXPECT_EQ(r.counters["into_ConvTranspose"], 1);
+  EXPECT_EQ(r.counters["into_Gemm"], 1);
+}
+
+TEST(FoldBatchNorm, ConvOutputWithASecondReaderIsKept) {
+  Builder b;
+  const int x = b.input("x", {1, 3, 5, 5});
+  const int conv = b.node("Conv", {x, b.random_constant("w", {3, 3, 1, 1})});
+  const int bn = batch_norm(b, conv, 3);
+  b.output(b.node("Add", {bn, b.node("Relu", {conv})}));
+  const Model opt = optimized(b.model(), {kite::passes::fold_batch_norm});
+  EXPECT_EQ(op_counts(opt)["BatchNormalization"], 1);
+}
+
+TEST(FoldScaleIntoWeights, PerChannelMulAndAddFoldIntoConvAndMatMul) {
+  Builder b;
+  const int x = b.input("x", {1, 3, 4, 4});
+  const int conv = b.node("Conv", {x, b.random_constant("w", {5, 3, 3, 3})}, {ints("pads", {1, 1, 1, 1})});
+  const int scaled = b.node("Mul", {b.random_constant("s", {5, 1, 1}, 0.5f, 2.0f), conv});
+  const int shifted = b.node("Sub", {scaled, b.random_constant("h", {1, 5, 1, 1})});
+  const int divided = b.node("Div", {shifted, b.scalar("d", 4.0f)});
+  // MatMul + bias then a per-column scale (a layer scale).
+  const int t = b.node("Transpose", {divided}, {ints("perm", {0, 2, 3, 1})});
+  const int mm = b.node("MatMul", {t, b.random_constant("mw", {5, 7})});
+  const int biased = b.node("Add", {mm, b.random_constant("mb", {7})});
+  b.output(b.node("Mul", {biased, b.random_constant("gamma", {7}, 0.1f, 1.0f)}));
+  const Model opt = optimized(b.model(), {kite::passes::fold_scale_into_weights});
+  EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Add", 1}, {"Conv", 1}, {"MatMul", 1}, {"Transpose", 1}}));
+}
+
+TEST(FoldScaleIntoWeights, LayerScaleAfterAPermuteMovesThroughTheTranspose) {
+  // ConvNeXt: Linear in channels-last, permute back, then gamma [C, 1, 1].
+  Builder b;
+  const int x = b.input("x", {1, 2, 2, 6});
+  const int mm = b.node("MatMul", {x, b.random_constant("w", {6, 4})});
+  const int lin = b.node("Add", {mm, b.random_constant("bias", {4})});
+  const int nchw = b.node("Transpose", {lin}, {ints("perm", {0, 3, 1, 2})});
+  b.output(b.node("Mul", {b.random_constant("gamma", {4, 1, 1}, 0.1f, 1.0f), nchw}));
+  PassResult r;
+  const Model opt = optimized(b.model(), {kite::passes::fold_scale_into_weights}, &r);
+  EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Add", 1}, {"MatMul", 1}, {"Transpose", 1}}));
+  EXPECT_EQ(r.counters["Mul_moved_before_Transpose"], 1);
+}
+
+TEST(FoldScaleIntoWeights, SpatiallyVaryingConstantIsKept) {
+  Builder b;
+  const int x = b.input("x", {1, 2, 3, 3});
+  const int conv = b.node("Conv", {x, b.random_constant("w", {2, 2, 1, 1})});
+  b.output(b.node("Mul", {conv, b.random_constant("s", {1, 2, 3, 3})}));
+  const Model opt = optimized(b.model(), {kite::passes::fold_scale_into_weights});
+  EXPECT_EQ(op_counts(opt)["Mul"], 1);
+}
+
+TEST(MergeTransposeReshape, ChainsCollapse) {
+  Builder b;
+  const int x = b.input("x", {2, 3, 4, 5});
+  const int t1 = b.node("Transpose", {x}, {ints("perm", {0, 2, 3, 1})});
+  const int t2 = b.node("Transpose", {t1}, {ints("perm", {0, 3, 1, 2})});  // undoes t1
+  const int t3 = b.node("Transpose", {b.node("Relu", {t2})}, {ints("perm", {1, 0, 2, 3})});
+  const int t4 = b.node("Transpose", {t3}, {ints("perm", {0, 1, 3, 2})});  // t3 then t4: one Transpose
+  const int r1 = b.node("Reshape", {t4, b.ints_constant("s1", {6, 20})});
+  const int f = b.node("Flatten", {r1}, {int1("axis", 0)});
+  b.output(b.node("Unsqueeze", {f, b.ints_constant("axes", {0})}));
+  PassResult r;
+  const Model opt = optimized(b.model(), {kite::passes::merge_transpose_reshape}, &r);
+  EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Relu", 1}, {"Reshape", 1}, {"Transpose", 1}}));
+  const Node* t = find_op(opt, "Transpose");
+  ASSERT_NE(t, nullptr);
+  ASSERT_NE(t->find_attr("perm"), nullptr);
+  EXPECT_EQ(t->find_attr("perm")->ints, (std::vector<int64_t>{1, 0, 3, 2}));
+}
+
+TEST(MergeTransposeReshape, InnerResultWithAnotherReaderIsKept) {
+  Builder b;
+  const int x = b.input("x", {2, 3, 4});
+  const int t1 = b.node("Transpose", {x}, {ints("perm", {1, 0, 2})});
+  const int t2 = b.node("Transpose", {t1}, {ints("perm", {0, 2, 1})});
+  b.output(t2);
+  b.output(b.node("Relu", {t1}));
+  const Model opt = optimized(b.model(), {kite::passes::merge_transpose_reshape});
+  EXPECT_EQ(op_counts(opt)["Transpose"], 2);
+}
+
+// ---- fusions --------------------------------------------------------------------
+
+// 0.5 * x * (1 + erf(x / sqrt 2)) in torch's order.
+int gelu_erf(Builder& b, int x) {
+  const int d = b.node("Div", {x, b.scalar("sqrt2", 1.4142135f)});
+  const int e = b.node("Erf", {d});
+  const int a = b.node("Add", {e, b.scalar("one", 1.0f)});
+  const int m = b.node("Mul", {x, a});
+  return b.node("Mul", {m, b.scalar("half", 0.5f)});
+}
+
+// 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), half first.
+int gelu_tanh(Builder& b, int x) {
+  const int cube = b.node("Pow", {x, b.scalar("three", 3.0f)});
+  const int k = b.node("Mul", {b.scalar("c", 0.044715f), cube});
+  const int inner = b.node("Add", {x, k});
+  const int s = b.node("Mul", {inner, b.scalar("sqrt2pi", 0.7978845608f)});
+  const int t = b.node("Tanh", {s});
+  const int a = b.node("Add", {b.scalar("one", 1.0f), t});
+  const int h = b.node("Mul", {x, b.scalar("half", 0.5f)});
+  return b.node("Mul", {h, a});
+}
+
+TEST(FuseGelu, ErfAndTanhFormsBecomeFusedNodes) {
+  Builder b;
+  const int x = b.input("x", {3, 8});
+  const int y1 = gelu_erf(b, x);
+  b.output(gelu_tanh(b, y1));
+  PassResult r;
+  const Model opt = optimized(b.model(), {kite::passes::fuse_gelu}, &r);
+  ASSERT_EQ(opt.main().nodes.size(), 2u);
+  const Node& erf = opt.main().nodes[0];
+  const Node& tanh = opt.main().nodes[1];
+  EXPECT_EQ(erf.domain, "kite");
+  EXPECT_EQ(erf.op, "Gelu");
+  EXPECT_EQ(erf.fused_pattern, "Gelu");
+  EXPECT_EQ(body_ops(erf), (std::vector<std::string>{"Div", "Erf", "Add", "Mul", "Mul"}));
+  EXPECT_EQ(tanh.fused_pattern, "Gelu(tanh)");
+  EXPECT_EQ(body_ops(tanh).size(), 8u);
+  expect_scratch_intermediates(opt, erf);
+  expect_scratch_intermediates(opt, tanh);
+}
+
+TEST(FuseGelu, IntermediateWithAnotherReaderIsNotFused) {
+  Builder b;
+  const int x = b.input("x", {8});
+  const int y = gelu_erf(b, x);
+  // The Erf result is read outside the pattern.
+  const Node& erf = b.model().main().nodes[1];
+  ASSERT_EQ(erf.op, "Erf");
+  b.output(b.node("Add", {y, erf.outputs[0]}));
+  const Model opt = optimized(b.model(), {kite::passes::fuse_gelu});
+  EXPECT_EQ(find_op(opt, "Gelu"), nullptr);
+}
+
+// torch's LayerNorm below opset 17.
+int layer_norm_decomposed(Builder& b, int x, int64_t d) {
+  const int mean = b.node("ReduceMean", {x}, {ints("axes", {-1})});
+  const int diff = b.node("Sub", {x, mean});
+  const int sq = b.node("Pow", {diff, b.scalar("two", 2.0f)});
+  const int var = b.node("ReduceMean", {sq}, {ints("axes", {-1})});
+  const int ve = b.node("Add", {var, b.scalar("eps", 1e-5f)});
+  const int sd = b.node("Sqrt", {ve});
+  const int norm = b.node("Div", {diff, sd});
+  const int scaled = b.node("Mul", {norm, b.random_constant("gamma", {d}, 0.5f, 1.5f)});
+  return b.node("Add", {scaled, b.random_constant("beta", {d})});
+}
+
+TEST(FuseLayerNorm, DecomposedPatternBecomesOneNode) {
+  Builder b;
+  const int x = b.input("x", {2, 5, 16});
+  b.output(layer_norm_decomposed(b, x, 16));
+  const Model opt = optimized(b.model(), {kite::passes::fuse_layer_norm});
+  ASSERT_EQ(opt.main().nodes.size(), 1u);
+  const Node& ln = opt.main().nodes[0];
+  EXPECT_EQ(ln.op, "LayerNormalization");
+  EXPECT_EQ(ln.domain, "kite");
+  EXPECT_EQ(ln.body.size(), 9u);
+  EXPECT_EQ(ln.inputs.size(), 3u);
+  ASSERT_NE(ln.find_attr("axis"), nullptr);
+  EXPECT_EQ(ln.find_attr("axis")->i, 2);
+  EXPECT_EQ(ln.find_attr("epsilon")->f, 1e-5f);
+  expect_scratch_intermediates(opt, ln);
+}
+
+TEST(FuseLayerNorm, MeanReadElsewhereIsNotFused) {
+  Builder b;
+  const int x = b.input("x", {4, 8});
+  const int y = layer_norm_decomposed(b, x, 8);
+  b.output(y);
+  b.output(b.model().main().nodes[0].outputs[0]);  // the mean is also an output
+  const Model opt = optimized(b.model(), {kite::passes::fuse_layer_norm});
+  EXPECT_EQ(opt.main().nodes.size(), 9u);
+}
+
+TEST(FuseSkipLayerNorm, AddThenLayerNorm) {
+  Builder b;
+  const int x = b.input("x", {2, 4, 8});
+  const int skip = b.input("skip", {2, 4, 8});
+  const int sum = b.node("Add", {x, skip});
+  const int y = b.node("LayerNormalization", {sum, b.random_constant("g", {8}), b.random_constant("bb", {8})},
+                       {int1("axis", -1), flt("epsilon", 1e-6f)});
+  b.output(y);
+  const Model opt = optimized(b.model(), {kite::passes::fuse_skip_layer_norm});
+  ASSERT_EQ(opt.main().nodes.size(), 1u);
+  const Node& n = opt.main().nodes[0];
+  EXPECT_EQ(n.op, "SkipLayerNormalization");
+  EXPECT_EQ(n.outputs.size(), 1u);
+  EXPECT_EQ(n.find_attr("axis")->i, 2);
+  expect_scratch_intermediates(opt, n);
+}
+
+TEST(FuseSkipLayerNorm, SumReadElsewhereBecomesASecondOutput) {
+  // A pre-norm block: the sum also feeds the next residual Add.
+  Builder b;
+  const int x = b.input("x", {3, 8});
+  const int r = b.input("r", {3, 8});
+  const int sum = b.node("Add", {x, r});
+  const int normed = layer_norm_decomposed(b, sum, 8);
+  b.output(b.node("Add", {sum, b.node("Relu", {normed})}));
+  const Model opt = optimized(b.model(), {kite::passes::fuse_layer_norm, kite::passes::fuse_skip_layer_norm});
+  const Node* n = find_op(opt, "SkipLayerNormalization");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->outputs.size(), 2u);
+  EXPECT_EQ(n->body.size(), 10u);  // the Add and the nine LayerNorm primitives, flattened
+  EXPECT_EQ(opt.tensors[static_cast<size_t>(n->outputs[1])].kind, TensorKind::Activation);
+}
+
+// softmax(q kt / sqrt(d) + mask) v over [1, 2, S, D] heads.
+int attention(Builder& b, int q, int k, int v, bool mask, bool scale_q) {
+  const int kt = b.node("Transpose", {k}, {ints("perm", {0, 1, 3, 2})});
+  int qq = q;
+  if (scale_q) qq = b.node("Mul", {q, b.scalar("qscale", 0.5f)});
+  int s = b.node("MatMul", {qq, kt});
+  if (!scale_q) s = b.node("Div", {s, b.scalar("sqrt_d", 2.0f)});
+  if (mask) s = b.node("Add", {s, b.random_constant("mask", {1, 1, 5, 6}, -3.0f, 0.0f)});
+  const int p = b.node("Softmax", {s}, {int1("axis", -1)});
+  return b.node("MatMul", {p, v});
+}
+
+TEST(FuseAttention, ScaledMaskedAttentionBecomesOneNode) {
+  for (bool scale_q : {false, true}) {
+    Builder b;
+    const int q = b.input("q", {1, 2, 5, 4});
+    const int k = b.input("k", {1, 2, 6, 4});
+    const int v = b.input("v", {1, 2, 6, 3});
+    b.output(attention(b, q, k, v, /*mask=*/true, scale_q));
+    const Model opt = optimized(b.model(), {kite::passes::fuse_attention});
+    const Node* n = find_op(opt, "Attention");
+    ASSERT_NE(n, nullptr);
+    EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Attention", 1}, {"Transpose", 1}}));
+    EXPECT_EQ(n->inputs.size(), 4u);
+    EXPECT_EQ(n->find_attr("scale")->f, 0.5f);
+    expect_scratch_intermediates(opt, *n);
+  }
+}
+
+TEST(FuseAttention, ProbabilitiesReadElsewhereAreNotFused) {
+  Builder b;
+  const int q = b.input("q", {1, 2, 5, 4});
+  const int k = b.input("k", {1, 2, 6, 4});
+  const int v = b.input("v", {1, 2, 6, 3});
+  b.output(attention(b, q, k, v, false, false));
+  const Node* sm = find_op(b.model(), "Softmax");
+  b.output(sm->outputs[0]);  // need_weights: the probabilities are an output too
+  const Model opt = optimized(b.model(), {kite::passes::fuse_attention});
+  EXPECT_EQ(find_op(opt, "Attention"), nullptr);
+}
+
+TEST(FuseMatMulBias, MatMulAddActivationAndGemmActivation) {
+  Builder b;
+  const int x = b.input("x", {2, 3, 6});
+  const int mm = b.node("MatMul", {x, b.random_constant("w", {6, 5})});
+  const int y = b.node("Relu", {b.node("Add", {b.random_constant("bias", {1, 1, 5}), mm})});
+  const int flat = b.node("Reshape", {y, b.ints_constant("shape", {6, 5})});
+  const int g = b.node("Gemm", {flat, b.random_constant("gw", {5, 4})});
+  b.output(gelu_erf(b, g));
+  const Model opt = optimized(b.model(), {kite::passes::fuse_gelu, kite::passes::fuse_matmul_bias});
+  const Node* fm = find_op(opt, "FusedMatMul");
+  const Node* fg = find_op(opt, "FusedGemm");
+  ASSERT_NE(fm, nullptr);
+  ASSERT_NE(fg, nullptr);
+  EXPECT_EQ(fm->fused_pattern, "MatMul+Add+Relu");
+  EXPECT_EQ(opt.tensors[static_cast<size_t>(fm->inputs[2])].shape, (Shape{5}));
+  EXPECT_EQ(fg->fused_pattern, "Gemm+Gelu");
+  // The GELU's body is flattened into the Gemm's: bodies never nest.
+  EXPECT_EQ(body_ops(*fg), (std::vector<std::string>{"Gemm", "Div", "Erf", "Add", "Mul", "Mul"}));
+  for (const Node& n : fg->body) EXPECT_TRUE(n.body.empty());
+}
+
+TEST(FuseMatMulBias, ProductReadElsewhereIsNotFused) {
+  Builder b;
+  const int x = b.input("x", {2, 6});
+  const int mm = b.node("MatMul", {x, b.random_constant("w", {6, 5})});
+  b.output(b.node("Add", {mm, b.random_constant("bias", {5})}));
+  b.output(mm);
+  const Model opt = optimized(b.model(), {kite::passes::fuse_matmul_bias});
+  EXPECT_EQ(find_op(opt, "FusedMatMul"), nullptr);
+}
+
+TEST(FuseConvActivation, EveryActivationKind) {
+  struct Case {
+    const char* pattern;
+    std::function<int(Builder&, int)> act;
+  };
+  const std::vector<Case> cases = {
+      {"Conv+Relu", [](Builder& b, int c) { return b.node("Relu", {c}); }},
+      {"Conv+Clip", [](Builder& b, int c) {
+         return b.node("Clip", {c, b.scalar("lo", 0.0f), b.scalar("hi", 6.0f)});
+       }},
+      {"Conv+Sigmoid", [](Builder& b, int c) { return b.node("Sigmoid", {c}); }},
+      {"Conv+SiLU", [](Builder& b, int c) { return b.node("Mul", {c, b.node("Sigmoid", {c})}); }},
+      {"Conv+HardSwish", [](Builder& b, int c) {
+         return b.node("Mul", {b.node("HardSigmoid", {c}, {flt("alpha", 1.0f / 6.0f), flt("beta", 0.5f)}), c});
+       }},
+      {"Conv+HardSwish", [](Builder& b, int c) { return b.node("HardSwish", {c}); }},
+      {"Conv+LeakyRelu", [](Builder& b, int c) { return b.node("LeakyRelu", {c}, {flt("alpha", 0.2f)}); }},
+      {"Conv+Gelu", [](Builder& b, int c) { return gelu_erf(b, c); }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.pattern);
+    Builder b;
+    const int x = b.input("x", {1, 3, 6, 6});
+    const int conv = b.node("Conv", {x, b.random_constant("w", {4, 3, 3, 3}), b.random_constant("b", {4})},
+                            {ints("pads", {1, 1, 1, 1}), int1("group", 1)});
+    b.output(c.act(b, conv));
+    const Model opt = optimized(b.model(), {kite::passes::fuse_gelu, kite::passes::fuse_conv_activation});
+    ASSERT_EQ(opt.main().nodes.size(), 1u);
+    const Node& n = opt.main().nodes[0];
+    EXPECT_EQ(n.op, "FusedConv");
+    EXPECT_EQ(n.fused_pattern, c.pattern);
+    EXPECT_EQ(n.body[0].op, "Conv");
+    expect_scratch_intermediates(opt, n);
+  }
+}
+
+TEST(FuseConvActivation, ConvOutputWithAnotherReaderIsNotFused) {
+  Builder b;
+  const int x = b.input("x", {1, 2, 4, 4});
+  const int conv = b.node("Conv", {x, b.random_constant("w", {2, 2, 1, 1})});
+  b.output(b.node("Add", {b.node("Relu", {conv}), conv}));
+  const Model opt = optimized(b.model(), {kite::passes::fuse_conv_activation});
+  EXPECT_EQ(find_op(opt, "FusedConv"), nullptr);
+}
+
+// ---- the pipeline ---------------------------------------------------------------
+
+// A small network touching most passes: BatchNorm, SiLU, a shape subgraph,
+// Identity, a transformer block with decomposed LayerNorm and GELU.
+Model small_network() {
+  Builder b;
+  const int x = b.input("x", {1, 3, 8, 8});
+  const int conv = b.node("Conv", {x, b.random_constant("w", {8, 3, 3, 3})},
+                          {ints("pads", {1, 1, 1, 1}), ints("strides", {2, 2})});
+  const int bn = batch_norm(b, conv, 8);
+  const int act = b.node("Mul", {bn, b.node("Sigmoid", {bn})});
+  const int id = b.node("Identity", {act});
+  // tokens: [1, 16, 8] via a Shape-computed Reshape, then Transpose.
+  const int shape = b.node("Shape", {id});
+  const int batch = b.node("Gather", {shape, b.ints_constant("i0", {0})}, {int1("axis", 0)});
+  const int target = b.node("Concat", {batch, b.ints_constant("c8", {8}), b.ints_constant("m1", {-1})},
+                            {int1("axis", 0)});
+  const int tokens = b.node("Transpose", {b.declared("Reshape", {id, target}, KITE_DTYPE_FLOAT32, {1, 8, 16})},
+                            {ints("perm", {0, 2, 1})});
+  const int ln = layer_norm_decomposed(b, tokens, 8);
+  const int q = b.node("Add", {b.node("MatMul", {ln, b.random_constant("wq", {8, 8})}), b.random_constant("bq", {8})});
+  const int k = b.node("MatMul", {ln, b.random_constant("wk", {8, 8})});
+  const int v = b.node("MatMul", {ln, b.random_constant("wv", {8, 8})});
+  const int kt = b.node("Transpose", {k}, {ints("perm", {0, 2, 1})});
+  const int s = b.node("Div", {b.node("MatMul", {q, kt}), b.scalar("sqrt8", 2.828427f)});
+  const int att = b.node("MatMul", {b.node("Softmax", {s}, {int1("axis", -1)}), v});
+  const int res = b.node("Add", {tokens, att});
+  const int ln2 = layer_norm_decomposed(b, res, 8);
+  const int h = gelu_erf(b, b.node("Add", {b.node("MatMul", {ln2, b.random_constant("w1", {8, 16})}),
+                                            b.random_constant("b1", {16})}));
+  const int out = b.node("Add", {res, b.node("MatMul", {h, b.random_constant("w2", {16, 8})})});
+  b.output(out);
+  return b.model();
+}
+
+TEST(Pipeline, O2FusesAndMatchesTheUnoptimizedGraph) {
+  const Model m = small_network();
+  Model opt = m;
+  kite::passes::PipelineOptions options;
+  kite::passes::PipelineReport report;
+  std::string err;
+  const int64_t launches_before = kite::passes::count_kernel_launches(m);
+  ASSERT_TRUE(kite::passes::run_pipeline(&opt, options, &report, &err)) << err;
+  EXPECT_LT(kite::passes::count_kernel_launches(opt), launches_before / 2);
+  EXPECT_EQ(op_counts(opt).count("BatchNormalization"), 0u);
+  EXPECT_EQ(op_counts(opt).count("Identity"), 0u);
+  EXPECT_EQ(op_counts(opt).count("Shape"), 0u);
+  EXPECT_EQ(report.fusions["Conv+SiLU"], 1);
+  EXPECT_EQ(report.fusions["Attention"], 1);
+  EXPECT_EQ(report.fusions["Add+LayerNormalization"], 1);
+  EXPECT_EQ(report.fusions["MatMul+Add+Gelu"], 1);
+  EXPECT_FALSE(report.hit_round_limit);
+  const auto inputs = random_inputs(m, 7);
+  expect_close(run(m, inputs).outputs, run(opt, inputs).outputs);
+}
+
+TEST(Pipeline, O1FoldsButDoesNotFuse) {
+  Model opt = small_network();
+  kite::passes::PipelineOptions options;
+  options.level = 1;
+  std::string err;
+  ASSERT_TRUE(kite::passes::run_pipeline(&opt, options, nullptr, &err)) << err;
+  EXPECT_EQ(op_counts(opt).count("BatchNormalization"), 0u);
+  for (const Node& n : opt.main().nodes) EXPECT_TRUE(n.fused_pattern.empty()) << n.op;
+}
+
+TEST(Pipeline, DisabledPassDoesNotRunAndUnknownNameIsRefused) {
+  Model opt = small_network();
+  kite::passes::PipelineOptions options;
+  options.disabled = {"fold_batch_norm", "fuse_attention"};
+  kite::passes::PipelineReport report;
+  std::string err;
+  ASSERT_TRUE(kite::passes::run_pipeline(&opt, options, &report, &err)) << err;
+  EXPECT_EQ(op_counts(opt)["BatchNormalization"], 1);
+  EXPECT_EQ(report.fusions.count("Attention"), 0u);
+  for (const auto& p : report.passes) EXPECT_NE(p.name, "fold_batch_norm");
+  options.disabled = {"no_such_pass"};
+  Model again = small_network();
+  EXPECT_FALSE(kite::passes::run_pipeline(&again, options, &report, &err));
+  EXPECT_NE(err.find("unknown pass 'no_such_pass'"), std::string::npos) << err;
+}
+
+// ---- fused kernels against their bodies -------------------------------------------
+
+TEST(FusedKernels, FusedPathMatchesBodyPath) {
+  Model opt = small_network();
+  std::string err;
+  ASSERT_TRUE(kite::passes::run_pipeline(&opt, kite::passes::PipelineOptions(), nullptr, &err)) << err;
+  int fused_nodes = 0;
+  for (const Node& n : opt.main().nodes) fused_nodes += n.fused_pattern.empty() ? 0 : 1;
+  ASSERT_GT(fused_nodes, 4);
+  for (uint32_t seed : {3u, 4u}) {
+    const auto inputs = random_inputs(opt, seed);
+    const RunResult fused = run(opt, inputs, Path::kDefault);
+    const RunResult body = run(opt, inputs, Path::kDecomposed);
+    EXPECT_EQ(fused.fused, fused_nodes) << "the CPU backend should run every fused node fused";
+    EXPECT_EQ(fused.decomposed, 0);
+    EXPECT_EQ(body.decomposed, fused_nodes);
+    expect_close(body.outputs, fused.outputs);
+  }
+}
+
+}  // namespace
