@@ -31,7 +31,7 @@ struct PassStats {
   int changed = 0;            // times it changed the graph
   int64_t nodes_removed = 0;  // main-graph nodes before minus after, summed over runs
   size_t nodes_before = 0;    // main-graph nodes before its first run
-  size_t nodes_after = 0;     // ... after its last run
+  size_t nodes_after = 0;     // nodes_before - nodes_removed: what its own runs did
   std::map<std::string, int64_t> counters;  // pass-specific ("folded", "Conv+Relu", ...)
 };
 
