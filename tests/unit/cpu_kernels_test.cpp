@@ -1690,6 +1690,149 @@ TEST(Misc, DropoutAndGlobalMaxPool) {
   ExpectExact(g.result(), {5, -1});
 }
 
+TEST(Unary, RoundingSignTrigSoftplusMish) {
+  Backend be;
+  const std::vector<float> x = {-2.5f, -1.5f, -0.5f, 0.0f, 0.5f, 1.5f, 2.7f};
+  Node round("Round");  // halves to even
+  round.in({7}, x).out({7});
+  ASSERT_TRUE(Runs(be, round));
+  ExpectExact(round.result(), {-2, -2, -0.0f, 0, 0, 2, 3});
+  Node ceil("Ceil");
+  ceil.in({7}, x).out({7});
+  ASSERT_TRUE(Runs(be, ceil));
+  ExpectExact(ceil.result(), {-2, -1, -0.0f, 0, 1, 2, 3});
+  Node floor("Floor");
+  floor.in({7}, x).out({7});
+  ASSERT_TRUE(Runs(be, floor));
+  ExpectExact(floor.result(), {-3, -2, -1, 0, 0, 1, 2});
+  Node sign("Sign");
+  sign.in_i32({4}, {-7, 0, 3, INT32_MIN}, false).out({4}, I32);
+  ASSERT_TRUE(Runs(be, sign));
+  EXPECT_EQ(sign.output().values<int32_t>(), (std::vector<int32_t>{-1, 0, 1, -1}));
+  struct U {
+    const char* op;
+    std::function<double(double)> f;
+  };
+  const U cases[] = {
+      {"Sin", [](double v) { return std::sin(v); }},
+      {"Cos", [](double v) { return std::cos(v); }},
+      {"Softplus", [](double v) { return std::log(1 + std::exp(v)); }},
+      {"Mish", [](double v) { return v * std::tanh(std::log(1 + std::exp(v))); }},
+  };
+  const std::vector<float> y = {-30.0f, -2.0f, -0.1f, 0.0f, 0.7f, 3.0f, 40.0f};
+  for (const U& u : cases) {
+    SCOPED_TRACE(u.op);
+    Node n(u.op);
+    n.in({7}, y).out({7});
+    ASSERT_TRUE(Runs(be, n));
+    std::vector<double> want;
+    for (float v : y) want.push_back(u.f(v));
+    ExpectNear(n.result(), want, 1e-5, 1e-6);
+  }
+}
+
+TEST(Binary, OrderedComparisonsAndXor) {
+  Backend be;
+  Node ge("GreaterOrEqual");
+  ge.in({3}, {1, 2, 3}).in({}, {2}).out({3}, BOOL);
+  ASSERT_TRUE(Runs(be, ge));
+  EXPECT_EQ(ge.output().values<uint8_t>(), (std::vector<uint8_t>{0, 1, 1}));
+  Node le("LessOrEqual");
+  le.in_i64({3}, {1, 2, 3}, false).in_i64({1}, {2}, false).out({3}, BOOL);
+  ASSERT_TRUE(Runs(be, le));
+  EXPECT_EQ(le.output().values<uint8_t>(), (std::vector<uint8_t>{1, 1, 0}));
+  Node x("Xor");
+  x.in_bool({2, 2}, {0, 1, 0, 1}).in_bool({2, 1}, {1, 0}).out({2, 2}, BOOL);
+  ASSERT_TRUE(Runs(be, x));
+  EXPECT_EQ(x.output().values<uint8_t>(), (std::vector<uint8_t>{1, 0, 0, 1}));
+}
+
+TEST(Variadic, MaxMinSumMeanBroadcast) {
+  Backend be(2);
+  const Shape a_shape = {2, 1, 3}, b_shape = {4, 1}, c_shape = {};
+  const std::vector<float> a = Random(6, 151), b = Random(4, 152), c = {0.125f};
+  const Shape out = {2, 4, 3};
+  struct V {
+    const char* op;
+    std::function<float(float, float, float)> f;
+  };
+  const V cases[] = {
+      {"Max", [](float p, float q, float r) { return std::max(std::max(p, q), r); }},
+      {"Min", [](float p, float q, float r) { return std::min(std::min(p, q), r); }},
+      {"Sum", [](float p, float q, float r) { return (p + q) + r; }},
+      {"Mean", [](float p, float q, float r) { return ((p + q) + r) * (1.0f / 3.0f); }},
+  };
+  for (const V& v : cases) {
+    SCOPED_TRACE(v.op);
+    Node n(v.op);
+    n.in(a_shape, a).in(b_shape, b).in(c_shape, c).out(out);
+    ASSERT_TRUE(Runs(be, n));
+    std::vector<float> want;
+    for (int64_t i = 0; i < Numel(out); ++i) {
+      const Shape idx = Unravel(i, out);
+      want.push_back(v.f(a[BroadcastOffset(a_shape, idx)], b[BroadcastOffset(b_shape, idx)], c[0]));
+    }
+    ExpectExact(n.result(), want);
+  }
+  // In place over the second input: it must be read before it is written.
+  Node inplace("Sum");
+  const std::vector<float> p = Random(6, 153), q = Random(6, 154);
+  inplace.in({6}, p).in({6}, q).out({6});
+  inplace.abi();
+  inplace.output().abi.data = inplace.input(1).abi.data;
+  ASSERT_TRUE(Runs(be, inplace));
+  const std::vector<float> got = inplace.input(1).values<float>();
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(got[i], q[i] + p[i]);
+  Node ints("Max");
+  ints.in_i64({2}, {1, 9}, false).in_i64({2}, {5, -3}, false).out({2}, I64);
+  ASSERT_TRUE(Runs(be, ints));
+  EXPECT_EQ(ints.output().values<int64_t>(), (std::vector<int64_t>{5, 9}));
+}
+
+TEST(Misc, HardmaxAndSize) {
+  Backend be;
+  Node h("Hardmax");
+  h.in({2, 3}, {1, 3, 3, -1, -2, -0.5f}).out({2, 3});
+  ASSERT_TRUE(Runs(be, h));
+  ExpectExact(h.result(), {0, 1, 0, 0, 0, 1});
+  Node h0("Hardmax");
+  h0.in({2, 3}, {1, 3, 3, -1, -2, -0.5f}).out({2, 3}).i("axis", 0);
+  ASSERT_TRUE(Runs(be, h0));
+  ExpectExact(h0.result(), {1, 1, 1, 0, 0, 0});
+  Node size("Size");
+  size.in({2, 3, 4}, Random(24, 1)).out({}, I64);
+  ASSERT_TRUE(Runs(be, size));
+  EXPECT_EQ(size.output().values<int64_t>(), (std::vector<int64_t>{24}));
+}
+
+TEST(Reduce, ProdL1L2SumSquareLogSumExp) {
+  Backend be;
+  const std::vector<float> x = {1, -2, 3, 0.5f, -1, 4};  // 2x3, reduce axis 1
+  struct R {
+    const char* op;
+    std::vector<double> want;
+  };
+  const R cases[] = {
+      {"ReduceProd", {-6, -2}},
+      {"ReduceL1", {6, 5.5}},
+      {"ReduceL2", {std::sqrt(14.0), std::sqrt(17.25)}},
+      {"ReduceSumSquare", {14, 17.25}},
+      {"ReduceLogSumExp", {std::log(std::exp(1.0) + std::exp(-2.0) + std::exp(3.0)),
+                           std::log(std::exp(0.5) + std::exp(-1.0) + std::exp(4.0))}},
+  };
+  for (const R& r : cases) {
+    SCOPED_TRACE(r.op);
+    Node n(r.op);
+    n.in({2, 3}, x).in_i64({1}, {1}).out({2, 1});
+    ASSERT_TRUE(Runs(be, n));
+    ExpectNear(n.result(), r.want, 1e-6, 1e-6);
+  }
+  Node ip("ReduceProd");
+  ip.in_i64({2, 2}, {3, -4, 5, 6}, false).in_i64({1}, {0}).out({2}, I64).i("keepdims", 0);
+  ASSERT_TRUE(Runs(be, ip));
+  EXPECT_EQ(ip.output().values<int64_t>(), (std::vector<int64_t>{15, -24}));
+}
+
 // ===========================================================================
 // Speed: a ResNet-18 forward pass at 1x3x224x224 (random weights, BatchNorm
 // folded as a converter would). Run with --gtest_also_run_disabled_tests.

@@ -3,8 +3,8 @@
 // Add, Sub, Mul, Div: float32, int32, int64 (integers wrap on overflow;
 // integer division truncates like C++, and a zero divisor gives 0 instead of
 // a trap). Pow: float32 base, float32/int32/int64 exponent. PRelu: float32.
-// Equal, Greater, Less: float32/int32/int64 (Equal also bool) -> bool.
-// And, Or: bool. Where: any dtype, bool condition.
+// Equal, Greater, Less, GreaterOrEqual, LessOrEqual: float32/int32/int64
+// (Equal also bool) -> bool. And, Or, Xor: bool. Where: any dtype, bool condition.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -84,6 +84,17 @@ struct LessOp {
   template <typename T>
   uint8_t operator()(T a, T b) const { return a < b; }
 };
+struct GreaterOrEqualOp {
+  template <typename T>
+  uint8_t operator()(T a, T b) const { return a >= b; }
+};
+struct LessOrEqualOp {
+  template <typename T>
+  uint8_t operator()(T a, T b) const { return a <= b; }
+};
+struct XorOp {
+  uint8_t operator()(uint8_t a, uint8_t b) const { return (a != 0) != (b != 0); }
+};
 struct AndOp {
   uint8_t operator()(uint8_t a, uint8_t b) const { return (a != 0) & (b != 0); }
 };
@@ -158,6 +169,9 @@ BinaryFn select(const std::string& op, kite_dtype a, kite_dtype b) {
   if (op == "Equal" && same) return comparison<EqualOp>(a);
   if (op == "Greater" && same && a != KITE_DTYPE_BOOL) return comparison<GreaterOp>(a);
   if (op == "Less" && same && a != KITE_DTYPE_BOOL) return comparison<LessOp>(a);
+  if (op == "GreaterOrEqual" && same && a != KITE_DTYPE_BOOL) return comparison<GreaterOrEqualOp>(a);
+  if (op == "LessOrEqual" && same && a != KITE_DTYPE_BOOL) return comparison<LessOrEqualOp>(a);
+  if (op == "Xor" && same && a == KITE_DTYPE_BOOL) return run_binary<uint8_t, uint8_t, uint8_t, XorOp>;
   if (op == "And" && same && a == KITE_DTYPE_BOOL) return run_binary<uint8_t, uint8_t, uint8_t, AndOp>;
   if (op == "Or" && same && a == KITE_DTYPE_BOOL) return run_binary<uint8_t, uint8_t, uint8_t, OrOp>;
   return nullptr;

@@ -1,8 +1,10 @@
-// ReduceMean, ReduceSum, ReduceMax, ReduceMin (float32, int32, int64) and
-// ArgMax, ArgMin (float32, int32, int64 -> int64). Axes come from the
-// attribute (older opsets) or from a constant input. Float sums accumulate
-// in double.
+// ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceL1,
+// ReduceSumSquare (float32, int32, int64), ReduceL2, ReduceLogSumExp
+// (float32), and ArgMax, ArgMin (float32, int32, int64 -> int64). Axes come
+// from the attribute (older opsets) or from a constant input. Float
+// reductions accumulate in double.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -14,7 +16,7 @@
 namespace kite::cpu {
 namespace {
 
-enum class ReduceKind { kSum, kMean, kMax, kMin };
+enum class ReduceKind { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSumExp };
 
 // Kept and reduced dims of the input, each list collapsed where neighbours
 // of one kind are contiguous.
@@ -52,62 +54,96 @@ ReducePlan make_reduce_plan(const Shape& in, const std::vector<bool>& reduce) {
   return p;
 }
 
-template <typename T, ReduceKind K>
-void reduce_run(const ReducePlan& p, const T* in, T* out, ThreadPool& pool) {
-  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+// Calls f(value) for every input element reduced into output o.
+template <typename T, typename F>
+inline void for_reduced(const ReducePlan& p, const T* in, int64_t o, F&& f) {
   const int nk = static_cast<int>(p.kept_dims.size());
   const int nr = static_cast<int>(p.red_dims.size());
+  if (p.red_numel == 0) return;
+  int64_t base = 0, rest = o;
+  for (int d = nk - 1; d >= 0; --d) {
+    base += (rest % p.kept_dims[d]) * p.kept_strides[d];
+    rest /= p.kept_dims[d];
+  }
   const int64_t inner = p.red_dims[nr - 1];
   const int64_t inner_stride = p.red_strides[nr - 1];
-  const int64_t red_rows = p.red_numel / std::max<int64_t>(inner, 1);
+  const int64_t red_rows = p.red_numel / inner;
+  for (int64_t r = 0; r < red_rows; ++r) {
+    int64_t offset = base, rr = r;
+    for (int d = nr - 2; d >= 0; --d) {
+      offset += (rr % p.red_dims[d]) * p.red_strides[d];
+      rr /= p.red_dims[d];
+    }
+    const T* x = in + offset;
+    if (inner_stride == 1) {
+      for (int64_t i = 0; i < inner; ++i) f(x[i]);
+    } else {
+      for (int64_t i = 0; i < inner; ++i) f(x[i * inner_stride]);
+    }
+  }
+}
+
+// Integer sums and products wrap like the elementwise ops.
+template <typename T>
+T wrap(uint64_t v) {
+  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(v));
+}
+
+template <typename T, ReduceKind K>
+T reduce_one(const ReducePlan& p, const T* in, int64_t o) {
+  constexpr bool kFloat = std::is_floating_point_v<T>;
+  if constexpr (K == ReduceKind::kMax || K == ReduceKind::kMin) {
+    constexpr bool kMax = K == ReduceKind::kMax;
+    T best = kFloat ? (kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity())
+                    : (kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max());
+    for_reduced(p, in, o, [&](T v) {
+      if (kMax ? v > best : v < best) best = v;
+      if constexpr (kFloat) {
+        if (v != v) best = v;  // NaN propagates
+      }
+    });
+    return best;
+  } else if constexpr (K == ReduceKind::kLogSumExp) {
+    T max = -std::numeric_limits<T>::infinity();
+    for_reduced(p, in, o, [&](T v) { max = std::max(max, v); });
+    if (!std::isfinite(max)) max = 0;
+    double sum = 0.0;
+    for_reduced(p, in, o, [&](T v) { sum += std::exp(static_cast<double>(v) - max); });
+    return static_cast<T>(std::log(sum) + max);
+  } else if constexpr (kFloat) {
+    double acc = K == ReduceKind::kProd ? 1.0 : 0.0;
+    for_reduced(p, in, o, [&](T v) {
+      const double d = v;
+      if constexpr (K == ReduceKind::kProd) acc *= d;
+      else if constexpr (K == ReduceKind::kL1) acc += std::fabs(d);
+      else if constexpr (K == ReduceKind::kL2 || K == ReduceKind::kSumSquare) acc += d * d;
+      else acc += d;  // Sum, Mean
+    });
+    if constexpr (K == ReduceKind::kMean) acc /= static_cast<double>(p.red_numel);
+    if constexpr (K == ReduceKind::kL2) acc = std::sqrt(acc);
+    return static_cast<T>(acc);
+  } else {
+    uint64_t acc = K == ReduceKind::kProd ? 1 : 0;
+    for_reduced(p, in, o, [&](T v) {
+      const uint64_t u = static_cast<uint64_t>(static_cast<int64_t>(v));
+      if constexpr (K == ReduceKind::kProd) acc *= u;
+      else if constexpr (K == ReduceKind::kL1) acc += v < 0 ? uint64_t(0) - u : u;
+      else if constexpr (K == ReduceKind::kSumSquare) acc += u * u;
+      else acc += u;  // Sum, Mean
+    });
+    if constexpr (K == ReduceKind::kMean) {
+      const int64_t sum = static_cast<int64_t>(acc);
+      return p.red_numel > 0 ? wrap<T>(static_cast<uint64_t>(sum / p.red_numel)) : T(0);
+    }
+    return wrap<T>(acc);
+  }
+}
+
+template <typename T, ReduceKind K>
+void reduce_run(const ReducePlan& p, const T* in, T* out, ThreadPool& pool) {
   pool.parallel_for(p.out_numel, rows_per_chunk(std::max<int64_t>(p.red_numel, 1)),
                     [&](int64_t begin, int64_t end) {
-    for (int64_t o = begin; o < end; ++o) {
-      int64_t base = 0, rest = o;
-      for (int d = nk - 1; d >= 0; --d) {
-        base += (rest % p.kept_dims[d]) * p.kept_strides[d];
-        rest /= p.kept_dims[d];
-      }
-      Acc acc = 0;
-      T best = K == ReduceKind::kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
-      if constexpr (std::is_floating_point_v<T>) {
-        if (K == ReduceKind::kMax) best = -std::numeric_limits<T>::infinity();
-        if (K == ReduceKind::kMin) best = std::numeric_limits<T>::infinity();
-      }
-      for (int64_t r = 0; r < (p.red_numel == 0 ? 0 : red_rows); ++r) {
-        int64_t offset = base, rr = r;
-        for (int d = nr - 2; d >= 0; --d) {
-          offset += (rr % p.red_dims[d]) * p.red_strides[d];
-          rr /= p.red_dims[d];
-        }
-        const T* x = in + offset;
-        for (int64_t i = 0; i < inner; ++i) {
-          const T v = x[i * inner_stride];
-          if constexpr (K == ReduceKind::kSum || K == ReduceKind::kMean) {
-            if constexpr (std::is_floating_point_v<T>) {
-              acc += v;
-            } else {
-              acc = static_cast<Acc>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
-            }
-          } else if constexpr (K == ReduceKind::kMax) {
-            if (v > best || v != v) best = v;
-          } else {
-            if (v < best || v != v) best = v;
-          }
-        }
-      }
-      if constexpr (K == ReduceKind::kSum) {
-        out[o] = static_cast<T>(acc);
-      } else if constexpr (K == ReduceKind::kMean) {
-        if constexpr (std::is_floating_point_v<T>) {
-          out[o] = static_cast<T>(acc / static_cast<double>(p.red_numel));
-        } else {
-          out[o] = p.red_numel > 0 ? static_cast<T>(acc / p.red_numel) : T(0);
-        }
-      } else {
-        out[o] = best;
-      }
-    }
+    for (int64_t o = begin; o < end; ++o) out[o] = reduce_one<T, K>(p, in, o);
   });
 }
 
@@ -120,10 +156,11 @@ void reduce_entry(const ReducePlan& p, const void* in, void* out, ThreadPool& po
 
 template <ReduceKind K>
 ReduceFn reduce_for(kite_dtype d) {
+  constexpr bool kFloatOnly = K == ReduceKind::kL2 || K == ReduceKind::kLogSumExp;
   switch (d) {
     case KITE_DTYPE_FLOAT32: return reduce_entry<float, K>;
-    case KITE_DTYPE_INT32: return reduce_entry<int32_t, K>;
-    case KITE_DTYPE_INT64: return reduce_entry<int64_t, K>;
+    case KITE_DTYPE_INT32: return kFloatOnly ? nullptr : reduce_entry<int32_t, K>;
+    case KITE_DTYPE_INT64: return kFloatOnly ? nullptr : reduce_entry<int64_t, K>;
     default: return nullptr;
   }
 }
@@ -133,6 +170,11 @@ ReduceFn select_reduce(const std::string& op, kite_dtype d) {
   if (op == "ReduceMean") return reduce_for<ReduceKind::kMean>(d);
   if (op == "ReduceMax") return reduce_for<ReduceKind::kMax>(d);
   if (op == "ReduceMin") return reduce_for<ReduceKind::kMin>(d);
+  if (op == "ReduceProd") return reduce_for<ReduceKind::kProd>(d);
+  if (op == "ReduceL1") return reduce_for<ReduceKind::kL1>(d);
+  if (op == "ReduceL2") return reduce_for<ReduceKind::kL2>(d);
+  if (op == "ReduceSumSquare") return reduce_for<ReduceKind::kSumSquare>(d);
+  if (op == "ReduceLogSumExp") return reduce_for<ReduceKind::kLogSumExp>(d);
   return nullptr;
 }
 

@@ -1,6 +1,6 @@
 // Data movement that keeps element values: Identity, Reshape, Flatten,
 // Squeeze, Unsqueeze, Dropout (a copy unless in place), Concat, Transpose,
-// Split and Shape. Any dtype: these move bytes.
+// Split, Shape and Size. Any dtype: these move bytes.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -473,6 +473,14 @@ std::string check_shape(const OpNode& op) {
 std::unique_ptr<Kernel> prepare_shape(const KernelArgs& args, std::string* err) {
   const OpNode& op = *args.op;
   const Shape& in = op.inputs[0].shape;
+  if (op.op == "Size") {
+    if (!has_output(args, 0) || output_dtype(args, 0) != KITE_DTYPE_INT64 ||
+        shape_numel(output_shape(args, 0)) != 1) {
+      return prepare_error(err, op, "output must be an int64 scalar");
+    }
+    return std::make_unique<ShapeKernel>(Shape{shape_numel(in)},
+                                         static_cast<int64_t*>(args.output_data(0)));
+  }
   const int64_t rank = static_cast<int64_t>(in.size());
   auto clamp = [rank](int64_t v) {
     if (v < 0) v += rank;

@@ -1,4 +1,4 @@
-// Softmax and LogSoftmax (float32) along one axis, opset-13 semantics
+// Softmax, LogSoftmax and Hardmax (float32) along one axis, opset-13 semantics
 // (default axis -1). Rows along the axis may be strided (axis not last).
 #include <algorithm>
 #include <cmath>
@@ -13,9 +13,11 @@ namespace {
 
 class SoftmaxKernel : public Kernel {
  public:
-  SoftmaxKernel(bool log, int64_t outer, int64_t axis_len, int64_t inner, const float* x,
+  enum class Mode { kSoftmax, kLogSoftmax, kHardmax };
+
+  SoftmaxKernel(Mode mode, int64_t outer, int64_t axis_len, int64_t inner, const float* x,
                 float* y)
-      : log_(log), outer_(outer), len_(axis_len), inner_(inner), x_(x), y_(y) {}
+      : mode_(mode), log_(mode == Mode::kLogSoftmax), outer_(outer), len_(axis_len), inner_(inner), x_(x), y_(y) {}
 
   void run(ThreadPool& pool) override {
     if (len_ == 0) return;
@@ -25,7 +27,9 @@ class SoftmaxKernel : public Kernel {
         const int64_t o = line / inner_, i = line % inner_;
         const float* x = x_ + o * len_ * inner_ + i;
         float* y = y_ + o * len_ * inner_ + i;
-        if (inner_ == 1) {
+        if (mode_ == Mode::kHardmax) {
+          hardmax(x, y);
+        } else if (inner_ == 1) {
           contiguous(x, y);
         } else {
           strided(x, y);
@@ -35,6 +39,16 @@ class SoftmaxKernel : public Kernel {
   }
 
  private:
+  // 1 at the first maximum along the axis, 0 elsewhere.
+  void hardmax(const float* x, float* y) const {
+    const int64_t s = inner_;
+    int64_t best = 0;
+    for (int64_t j = 1; j < len_; ++j) {
+      if (x[j * s] > x[best * s]) best = j;
+    }
+    for (int64_t j = 0; j < len_; ++j) y[j * s] = j == best ? 1.0f : 0.0f;
+  }
+
   void contiguous(const float* x, float* y) const {
     float max = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < len_; ++j) max = std::max(max, x[j]);
@@ -72,6 +86,7 @@ class SoftmaxKernel : public Kernel {
     }
   }
 
+  Mode mode_;
   bool log_;
   int64_t outer_, len_, inner_;
   const float* x_;
@@ -96,7 +111,10 @@ std::unique_ptr<Kernel> prepare_softmax(const KernelArgs& args, std::string* err
     return prepare_error(err, op, "output shape differs from the input");
   }
   const size_t a = static_cast<size_t>(axis);
-  return std::make_unique<SoftmaxKernel>(op.op == "LogSoftmax", product(x, 0, a), x[a],
+  const SoftmaxKernel::Mode mode = op.op == "LogSoftmax" ? SoftmaxKernel::Mode::kLogSoftmax
+                                   : op.op == "Hardmax"  ? SoftmaxKernel::Mode::kHardmax
+                                                         : SoftmaxKernel::Mode::kSoftmax;
+  return std::make_unique<SoftmaxKernel>(mode, product(x, 0, a), x[a],
                                          product(x, a + 1, x.size()),
                                          static_cast<const float*>(args.input_data(0)),
                                          static_cast<float*>(args.output_data(0)));

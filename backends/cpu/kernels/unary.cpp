@@ -1,5 +1,5 @@
 // Unary elementwise ops: activations and math functions (float32; Abs, Neg,
-// Relu and Clip also int32/int64; Not on bool). Safe in place.
+// Sign, Relu and Clip also int32/int64; Not on bool). Safe in place.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -54,6 +54,14 @@ KITE_UNARY(EluOp, x > 0.0f ? x : p.alpha * (std::exp(x) - 1.0f))
 KITE_UNARY(HardSigmoidOp, std::max(0.0f, std::min(1.0f, p.alpha * x + p.beta)))
 KITE_UNARY(HardSwishOp, x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6.0f) + 0.5f)))
 KITE_UNARY(NotOp, static_cast<T>(x == 0))
+KITE_UNARY(CeilOp, std::ceil(x))
+KITE_UNARY(FloorOp, std::floor(x))
+KITE_UNARY(RoundOp, std::nearbyint(x))  // halves to even (default rounding mode)
+KITE_UNARY(SinOp, std::sin(x))
+KITE_UNARY(CosOp, std::cos(x))
+// log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|).
+KITE_UNARY(SoftplusOp, std::max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x))))
+KITE_UNARY(MishOp, x * std::tanh(std::max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x)))))
 #undef KITE_UNARY
 
 struct AbsOp {
@@ -79,6 +87,14 @@ struct NegOp {
     } else {
       return -x;
     }
+  }
+};
+
+struct SignOp {
+  const Params& p;
+  template <typename T>
+  T operator()(T x) const {
+    return x > T(0) ? T(1) : x < T(0) ? T(-1) : x;  // keeps 0 and NaN
   }
 };
 
@@ -108,6 +124,7 @@ UnaryFn select(const std::string& op, kite_dtype d) {
   if (op == "Relu") return numeric<ReluOp>(d, true);
   if (op == "Abs") return numeric<AbsOp>(d, true);
   if (op == "Neg") return numeric<NegOp>(d, true);
+  if (op == "Sign") return numeric<SignOp>(d, true);
   if (op == "Not") return d == KITE_DTYPE_BOOL ? run_unary<uint8_t, NotOp> : nullptr;
   if (d != KITE_DTYPE_FLOAT32) return nullptr;
   if (op == "Sigmoid") return run_unary<float, SigmoidOp>;
@@ -122,6 +139,13 @@ UnaryFn select(const std::string& op, kite_dtype d) {
   if (op == "HardSigmoid") return run_unary<float, HardSigmoidOp>;
   if (op == "HardSwish") return run_unary<float, HardSwishOp>;
   if (op == "Gelu") return run_unary<float, GeluOp>;
+  if (op == "Ceil") return run_unary<float, CeilOp>;
+  if (op == "Floor") return run_unary<float, FloorOp>;
+  if (op == "Round") return run_unary<float, RoundOp>;
+  if (op == "Sin") return run_unary<float, SinOp>;
+  if (op == "Cos") return run_unary<float, CosOp>;
+  if (op == "Softplus") return run_unary<float, SoftplusOp>;
+  if (op == "Mish") return run_unary<float, MishOp>;
   return nullptr;
 }
 
