@@ -3,6 +3,7 @@
 // here, and each op's shapes are checked again by the backend at prepare.
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "kite/kite_generated.h"
 #include "model.h"
@@ -13,6 +14,19 @@ namespace {
 namespace fb = kite::fb;
 
 std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
+bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
+
+// FlatBuffers' verifier aligns a vector's length field (4 bytes) but not its
+// elements: in a hostile file a vector of 8-byte scalars or structs can sit
+// off its alignment, and reading it would be a misaligned load.
+template <typename T>
+bool elements_aligned(const uint8_t* base, const flatbuffers::Vector<T>* v) {
+  if (v == nullptr || v->size() == 0) return true;
+  const size_t offset = static_cast<size_t>(v->Data() - base);
+  // Vector<const S*> holds structs S in place; Vector<T> holds scalars.
+  return offset % alignof(std::remove_const_t<std::remove_pointer_t<T>>) == 0;
+}
 
 std::string tensor_label(const std::vector<TensorRec>& tensors, int index) {
   return "tensor " + std::to_string(index) + " '" + tensors[static_cast<size_t>(index)].name + "'";
@@ -117,6 +131,7 @@ Status Verifier::decode_tensors(const fb::Model& m, Model* model) {
   if (!m.tensors()) return fail("no tensor table");
   const auto& tensors = *m.tensors();
   const uint64_t blob_count = m.blobs() ? m.blobs()->size() : 0;
+  if (!elements_aligned(data_, m.blobs())) return fail("the blob table is misaligned");
   const uint64_t alignment = m.blob_alignment();
   if (blob_count > 0 && (alignment < 64 || (alignment & (alignment - 1)) != 0)) {
     return fail("blob alignment " + std::to_string(alignment) + " is not a power of two >= 64");
@@ -129,7 +144,7 @@ Status Verifier::decode_tensors(const fb::Model& m, Model* model) {
     const fb::Tensor* t = tensors.Get(i);
     TensorRec& rec = model->tensors[i];
     rec.name = str(t->name());
-    if (rec.name.find('\0') != std::string::npos) {
+    if (has_nul(rec.name)) {
       // The C API finds inputs and outputs by NUL-terminated name.
       return fail("tensor " + std::to_string(i) + " has a name with a NUL byte");
     }
@@ -147,6 +162,7 @@ Status Verifier::decode_tensors(const fb::Model& m, Model* model) {
       return fail(label + " has unknown kind " + std::to_string(kind));
     }
     rec.kind = static_cast<TensorKind>(kind);
+    if (!elements_aligned(data_, t->shape())) return fail(label + " has a misaligned shape vector");
     if (t->shape()) {
       if (t->shape()->size() > KITE_MAX_RANK) {
         return fail(label + " has rank " + std::to_string(t->shape()->size()) +
@@ -203,6 +219,12 @@ Status Verifier::decode_node(const fb::Node& n, const std::string& where, int gr
   out->fused_pattern = str(n.fused_pattern());
   const std::string label = where + " node '" + out->name + "'";
   if (out->op.empty()) return fail(label + " has no op type");
+  // These strings reach backends as C strings: a NUL inside would make the
+  // runtime and a backend read different names.
+  if (has_nul(out->name) || has_nul(out->op) || has_nul(out->domain) ||
+      has_nul(out->fused_pattern)) {
+    return fail(where + " has a node whose name, op, domain or pattern contains a NUL byte");
+  }
   const int tensor_count = static_cast<int>(model.tensors.size());
   if (n.inputs()) {
     for (uint32_t k = 0; k < n.inputs()->size(); ++k) {
@@ -233,6 +255,9 @@ Status Verifier::decode_node(const fb::Node& n, const std::string& where, int gr
       const fb::Attribute* a = n.attributes()->Get(k);
       kite::ops::Attr attr;
       attr.name = str(a->name());
+      if (!elements_aligned(data_, a->ints())) {
+        return fail(label + " attribute '" + attr.name + "' has a misaligned ints vector");
+      }
       const int type = static_cast<int>(a->type());
       if (type < 1 || type > static_cast<int>(fb::AttrType::MAX)) {
         return fail(label + " attribute '" + attr.name + "' has unknown type " +
@@ -247,6 +272,9 @@ Status Verifier::decode_node(const fb::Node& n, const std::string& where, int gr
       if (a->strings()) {
         for (const auto* s : *a->strings()) attr.strings.push_back(str(s));
       }
+      bool nul = has_nul(attr.name) || has_nul(attr.s);
+      for (const std::string& s : attr.strings) nul = nul || has_nul(s);
+      if (nul) return fail(label + " has an attribute name or string value with a NUL byte");
       if (attr.type == KITE_ATTR_GRAPH) {
         // Subgraphs only point forward, so control flow cannot recurse.
         if (attr.i <= graph_index || attr.i >= graph_count) {
@@ -348,6 +376,7 @@ Status Verifier::decode_plan(const fb::Model& m, Model* model) {
                 " is not a power of two");
   }
   const size_t n = model->tensors.size();
+  if (!elements_aligned(data_, p->offsets())) return fail("memory plan offsets are misaligned");
   if (!p->offsets() || p->offsets()->size() != n) {
     return fail("memory plan has " + std::to_string(p->offsets() ? p->offsets()->size() : 0) +
                 " offsets for " + std::to_string(n) + " tensors");
