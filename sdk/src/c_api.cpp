@@ -1,5 +1,6 @@
 // The C API: argument checks, status codes and the per-thread last error.
 // No exception leaves this file.
+#include <atomic>
 #include <cstring>
 #include <new>
 
@@ -20,6 +21,10 @@ struct kite_session {
   std::unique_ptr<kite::rt::Session> session;
   std::vector<int> inputs;   // tensor indices of the main graph's inputs
   std::vector<int> outputs;
+  // Set while a call that touches the arena (set_input, get_output, run) is
+  // in progress: such a call overlapping another one on this session (two
+  // threads, which kite.h forbids) fails instead of racing.
+  mutable std::atomic<bool> busy{false};
 };
 
 namespace {
@@ -37,6 +42,29 @@ kite_status report(const Status& s) {
 
 kite_status fail(kite_status code, const std::string& message) {
   return report(Status(code, message));
+}
+
+// Holds a session's busy flag for one call, if it was free.
+class SessionUse {
+ public:
+  explicit SessionUse(const kite_session* s)
+      : s_(s), ok_(!s->busy.exchange(true, std::memory_order_acquire)) {}
+  ~SessionUse() {
+    if (ok_) s_->busy.store(false, std::memory_order_release);
+  }
+  SessionUse(const SessionUse&) = delete;
+  SessionUse& operator=(const SessionUse&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  const kite_session* s_;
+  bool ok_;
+};
+
+kite_status busy(const char* fn) {
+  return fail(KITE_ERROR_INVALID_ARGUMENT,
+              std::string(fn) + ": the session is in use by another call (on another thread); "
+                                "calls on one session must not overlap, use one session per thread");
 }
 
 template <typename F>
@@ -289,6 +317,8 @@ kite_status kite_session_set_input(kite_session* session, int32_t index, const v
                                    size_t size) {
   return guarded("kite_session_set_input", [&]() {
     if (session == nullptr) return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_session_set_input: session is NULL");
+    SessionUse use(session);
+    if (!use.ok()) return busy("kite_session_set_input");
     kite_status st = check_index("kite_session_set_input", session->inputs, index, "input");
     if (st != KITE_OK) return st;
     const int t = session->inputs[static_cast<size_t>(index)];
@@ -320,6 +350,8 @@ kite_status kite_session_get_output(const kite_session* session, int32_t index, 
                                     size_t size) {
   return guarded("kite_session_get_output", [&]() {
     if (session == nullptr) return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_session_get_output: session is NULL");
+    SessionUse use(session);
+    if (!use.ok()) return busy("kite_session_get_output");
     kite_status st = check_index("kite_session_get_output", session->outputs, index, "output");
     if (st != KITE_OK) return st;
     const int t = session->outputs[static_cast<size_t>(index)];
@@ -371,6 +403,8 @@ kite_status kite_session_get_output_pointer(const kite_session* session, int32_t
 kite_status kite_session_run(kite_session* session) {
   return guarded("kite_session_run", [&]() {
     if (session == nullptr) return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_session_run: session is NULL");
+    SessionUse use(session);
+    if (!use.ok()) return busy("kite_session_run");
     return report(session->session->run());
   });
 }

@@ -14,6 +14,11 @@
  *    one model, and create sessions from it, at the same time.
  *  - A kite_session is NOT thread-safe: calls on one session must not overlap.
  *    Use one session per thread; sessions share the model's weights.
+ *    Misuse is detected where it would corrupt data: a kite_session_run,
+ *    kite_session_set_input or kite_session_get_output that overlaps another
+ *    of these on the same session fails with KITE_ERROR_INVALID_ARGUMENT
+ *    ("in use by another call") and touches nothing. Memory reached through
+ *    kite_session_get_input/output_pointer is not guarded.
  *  - kite_last_error() is per thread.
  */
 #ifndef KITE_KITE_H
@@ -97,7 +102,15 @@ KITE_API const char *kite_dtype_name(kite_dtype dtype);
 KITE_API size_t kite_dtype_size(kite_dtype dtype);
 
 /* ---- models ------------------------------------------------------------- */
-/* Maps the file read-only and verifies it completely. */
+/* Maps the file read-only (mmap, MAP_PRIVATE) and verifies it completely;
+ * the weights are used in place from the mapping, for the model's lifetime.
+ * Replacing the file afterwards by writing a new one and renaming it over the
+ * path (what kite-convert does) does not affect a loaded model: the mapping
+ * keeps the old file. Modifying the file in place while it is loaded is not
+ * supported: the model may see the new bytes, unverified, and truncating it
+ * makes a later access to the lost pages raise SIGBUS. Where other processes
+ * may truncate or rewrite the file, use kite_model_load_memory, which copies
+ * the bytes once. */
 KITE_API kite_status kite_model_load_file(const char *path, kite_model **out_model);
 /* Copies size bytes from data and verifies them; data may be freed after. */
 KITE_API kite_status kite_model_load_memory(const void *data, size_t size,
