@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Regenerates the fuzz seed corpora from the repo's own small models:
+#   tests/fuzz/corpus/onnx/    the digits CNN and one single-op model per op
+#                              (the first case of each op in tests/ops/gen_op_cases.py)
+#   tests/fuzz/corpus/loader/  the same models converted to .kite
+# Seeds over 64 KiB are left out so the committed corpora stay small.
+#
+# usage: tests/fuzz/make_corpus.sh [KITE_CONVERT]   (default build/default/converter/kite-convert)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+convert=${1:-build/default/converter/kite-convert}
+python=${KITE_PYTHON:-python3}
+[[ -x $convert ]] || { echo "no kite-convert at $convert (build the default preset first)" >&2; exit 1; }
+max_bytes=65536
+out=tests/fuzz/corpus
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+rm -f "$out"/onnx/* "$out"/loader/*
+mkdir -p "$out/onnx" "$out/loader"
+
+add() {  # add NAME MODEL.onnx
+  local name=$1 model=$2
+  if [[ $(stat -c %s "$model") -gt $max_bytes ]]; then return; fi
+  if "$convert" "$model" -o "$tmp/$name.kite" -q >/dev/null 2>&1 &&
+     [[ $(stat -c %s "$tmp/$name.kite") -le $max_bytes ]]; then
+    cp "$model" "$out/onnx/$name.onnx"
+    cp "$tmp/$name.kite" "$out/loader/$name.kite"
+  else
+    # Models Kite cannot convert yet still make good importer seeds.
+    cp "$model" "$out/onnx/$name.onnx"
+  fi
+}
+
+add digits_cnn models/digits/digits_cnn.onnx
+"$python" tests/ops/gen_op_cases.py --out "$tmp/cases" >/dev/null
+# First case of each op, in the generator's order.
+"$python" tests/ops/gen_op_cases.py --list | awk '!seen[$2]++ {print $1}' | while read -r case; do
+  if [[ -f $tmp/cases/$case/model.onnx ]]; then add "$case" "$tmp/cases/$case/model.onnx"; fi
+done
+echo "onnx seeds:   $(ls "$out/onnx" | wc -l) ($(du -sk "$out/onnx" | cut -f1) KiB)"
+echo "loader seeds: $(ls "$out/loader" | wc -l) ($(du -sk "$out/loader" | cut -f1) KiB)"
