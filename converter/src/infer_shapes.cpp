@@ -39,6 +39,9 @@ class ShapeInference {
     for (const ir::Graph& g : model->graphs) {
       graph_outputs_.insert(g.outputs.begin(), g.outputs.end());
     }
+    if (!model->graphs.empty()) {
+      main_outputs_.insert(model->graphs[0].outputs.begin(), model->graphs[0].outputs.end());
+    }
   }
 
   bool run() {
@@ -193,8 +196,13 @@ class ShapeInference {
     for (const ir::Attr& a : node.attrs) {
       if (a.type == KITE_ATTR_GRAPH) return false;
     }
+    // Shape and Size of a main-graph output are folded anyway: their value
+    // is known, and no backend runs them (the converter copies a constant
+    // graph output into the output tensor).
+    const bool shape_query = (node.op == "Shape" || node.op == "Size") && node.domain.empty();
     for (int index : node.outputs) {
-      if (index < 0 || graph_outputs_.count(index)) return false;
+      if (index < 0) return false;
+      if (graph_outputs_.count(index) && !(shape_query && main_outputs_.count(index))) return false;
     }
     return true;
   }
@@ -378,6 +386,7 @@ class ShapeInference {
   ir::Model* model_;
   std::string err_;
   std::set<int> graph_outputs_;
+  std::set<int> main_outputs_;
   std::set<int> visiting_;
   std::map<int, std::string> not_folded_;  // outputs of constant-input nodes left unfolded
   CpuEvaluator evaluator_;

@@ -26,7 +26,8 @@ constexpr uint64_t kMaxFoldedBytes = 64 * 1024;
 // known become constants even when the tensor's value is not. So chains such
 // as Shape -> Gather -> Concat -> Reshape resolve. Not folded: nodes with no
 // inputs or random results, nodes with subgraphs (If), nodes producing a
-// graph output, and nodes the CPU backend does not run.
+// graph output (except Shape and Size producing a main-graph output), and
+// nodes the CPU backend does not run.
 //
 // A shape or dtype the model declares (value_info, graph outputs; see
 // onnx_import.h) that disagrees with the inferred one is an error naming the
