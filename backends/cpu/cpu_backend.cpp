@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernel.h"
+#include "kernels/fused_kernels.h"
 #include "kite/ops/op_node.h"
 #include "thread_pool.h"
 
@@ -38,25 +39,45 @@ std::string node_label(const kite_backend_node* node) {
   return std::string(op) + " '" + name + "'";
 }
 
+// The domain of the optimizer's fused ops.
+constexpr const char* kFusedDomain = "kite";
+
+// What supports() and prepare() learn about a node they can take.
+struct Accepted {
+  kite::ops::OpNode op;
+  const KernelEntry* primitive = nullptr;     // domain "", no fused_pattern
+  const FusedKernelEntry* fused = nullptr;    // domain "kite", a fused_pattern
+};
+
 // Why the backend cannot take the node, or "" (no tensor data read).
-std::string unsupported_reason(const kite_backend_node& node, kite::ops::OpNode* op_out) {
+std::string unsupported_reason(const kite_backend_node& node, Accepted* out) {
   if (!node.op) return "node has no op type";
   const std::string op = node.op;
-  if (node.domain && node.domain[0] != '\0') {
-    return "domain '" + std::string(node.domain) + "' is not supported (only ai.onnx)";
+  const std::string domain = node.domain ? node.domain : "";
+  const std::string pattern = node.fused_pattern ? node.fused_pattern : "";
+  if (!pattern.empty()) {
+    const FusedKernelEntry* entry = domain == kFusedDomain ? find_fused_kernel(op) : nullptr;
+    if (!entry) return "no fused kernel for pattern " + pattern;
+    kite::ops::OpNode parsed;
+    std::string err;
+    if (!kite::ops::from_backend_node(node, &parsed, &err, true)) return err;
+    const std::string why = entry->check(parsed, pattern, kite::ops::outputs_from_backend_node(node));
+    if (!why.empty()) return why;
+    out->op = std::move(parsed);
+    out->fused = entry;
+    return "";
   }
-  if (node.fused_pattern && node.fused_pattern[0] != '\0') {
-    return "no fused kernel for pattern " + std::string(node.fused_pattern);
-  }
+  if (!domain.empty()) return "domain '" + domain + "' is not supported (only ai.onnx)";
   const KernelEntry* entry = find_kernel(op);
   if (!entry) return "no CPU kernel for op " + op;
   if (!kite::ops::is_known_op(op)) return "op " + op + " has no shape rules";
   kite::ops::OpNode parsed;
   std::string err;
   if (!kite::ops::from_backend_node(node, &parsed, &err, true)) return err;
-  std::string why = entry->check(parsed);
+  const std::string why = entry->check(parsed);
   if (!why.empty()) return why;
-  if (op_out) *op_out = std::move(parsed);
+  out->op = std::move(parsed);
+  out->primitive = entry;
   return "";
 }
 
@@ -109,7 +130,8 @@ int cpu_supports(void* /*backend*/, const kite_backend_node* node, char* reason,
     return 0;
   }
   try {
-    const std::string why = unsupported_reason(*node, nullptr);
+    Accepted accepted;
+    const std::string why = unsupported_reason(*node, &accepted);
     if (why.empty()) return 1;
     write_message(reason, reason_size, why);
   } catch (const std::bad_alloc&) {
@@ -126,16 +148,21 @@ kite_status cpu_prepare(void* backend, const kite_backend_node* node, void** out
     return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "backend, node or out_kernel is NULL");
   }
   try {
-    kite::ops::OpNode op;
-    std::string why = unsupported_reason(*node, &op);
+    Accepted accepted;
+    std::string why = unsupported_reason(*node, &accepted);
     if (!why.empty()) {
       return fail(err, err_size, KITE_ERROR_UNSUPPORTED, node_label(node) + ": " + why);
     }
-    const std::vector<kite::ops::TensorType> declared =
-        kite::ops::outputs_from_backend_node(*node);
-    std::string check_err;
-    if (!kite::ops::check_declared_outputs(op, declared, &check_err)) {
-      return fail(err, err_size, KITE_ERROR_INVALID_MODEL, check_err);
+    const kite::ops::OpNode& op = accepted.op;
+    if (accepted.primitive) {
+      // Declared outputs against the kite::ops rules (a fused op's check did
+      // this through the rules of the primitive op it extends).
+      const std::vector<kite::ops::TensorType> declared =
+          kite::ops::outputs_from_backend_node(*node);
+      std::string check_err;
+      if (!kite::ops::check_declared_outputs(op, declared, &check_err)) {
+        return fail(err, err_size, KITE_ERROR_INVALID_MODEL, check_err);
+      }
     }
     for (int32_t i = 0; i < node->num_inputs; ++i) {
       why = check_tensor_memory(node->inputs[i], "input");
@@ -148,7 +175,8 @@ kite_status cpu_prepare(void* backend, const kite_backend_node* node, void** out
     Backend* b = static_cast<Backend*>(backend);
     KernelArgs args{node, &op, b->pool.size()};
     std::string prepare_err;
-    std::unique_ptr<Kernel> kernel = find_kernel(op.op)->prepare(args, &prepare_err);
+    const PrepareFn prepare = accepted.fused ? accepted.fused->prepare : accepted.primitive->prepare;
+    std::unique_ptr<Kernel> kernel = prepare(args, &prepare_err);
     if (!kernel) {
       if (prepare_err.empty()) prepare_err = op.label() + ": the CPU kernel cannot run it";
       return fail(err, err_size, KITE_ERROR_UNSUPPORTED, prepare_err);

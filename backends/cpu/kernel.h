@@ -50,8 +50,14 @@ struct KernelEntry {
 
 // The explicit table of the CPU backend's kernels, keyed by op type.
 const std::vector<KernelEntry>& kernel_table();
-// "" when the table is well formed, else what is wrong (an op listed twice).
-// The backend checks it once, when an instance is created.
+// Fused ops (domain "kite", with a fused_pattern) have their own table;
+// FusedKernelEntry is in kernels/fused_kernels.h.
+struct FusedKernelEntry;
+const std::vector<FusedKernelEntry>& fused_kernel_table();
+const FusedKernelEntry* find_fused_kernel(const std::string& op);
+
+// "" when both tables are well formed, else what is wrong (an op listed
+// twice). The backend checks it once, when an instance is created.
 std::string validate_kernel_table();
 const KernelEntry* find_kernel(const std::string& op);
 

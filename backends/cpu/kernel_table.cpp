@@ -1,9 +1,11 @@
-// The explicit table of CPU kernels. Adding an op: write its check and
-// prepare in kernels/<family>.cpp and add one line here. No self-registration.
+// The explicit tables of CPU kernels: primitive ops (domain "") and fused
+// ops (domain "kite"). Adding an op: write its check and prepare in
+// kernels/<family>.cpp and add one line here. No self-registration.
 #include <set>
 #include <string>
 
 #include "kernel.h"
+#include "kernels/fused_kernels.h"
 #include "kernels/kernels.h"
 
 namespace kite::cpu {
@@ -110,13 +112,41 @@ const std::vector<KernelEntry>& kernel_table() {
   return table;
 }
 
+// Fused ops of the graph optimizer (docs/FUSIONS.md), domain "kite".
+const std::vector<FusedKernelEntry>& fused_kernel_table() {
+  static const std::vector<FusedKernelEntry> table = {
+      {"FusedConv", check_fused_conv, prepare_fused_conv},
+      {"FusedGemm", check_fused_gemm, prepare_fused_gemm},
+      {"FusedMatMul", check_fused_matmul, prepare_fused_matmul},
+      {"Gelu", check_fused_gelu, prepare_fused_gelu},
+      {"LayerNormalization", check_fused_layer_norm, prepare_fused_layer_norm},
+      {"SkipLayerNormalization", check_fused_skip_layer_norm, prepare_fused_skip_layer_norm},
+      {"Attention", check_fused_attention, prepare_fused_attention},
+  };
+  return table;
+}
+
 std::string validate_kernel_table() {
   std::set<std::string> seen;
   for (const KernelEntry& e : kernel_table()) {
     if (!e.op || !e.check || !e.prepare) return "CPU kernel table has an incomplete entry";
     if (!seen.insert(e.op).second) return std::string("CPU kernel table lists op ") + e.op + " twice";
   }
+  seen.clear();
+  for (const FusedKernelEntry& e : fused_kernel_table()) {
+    if (!e.op || !e.check || !e.prepare) return "CPU fused kernel table has an incomplete entry";
+    if (!seen.insert(e.op).second) {
+      return std::string("CPU fused kernel table lists op ") + e.op + " twice";
+    }
+  }
   return "";
+}
+
+const FusedKernelEntry* find_fused_kernel(const std::string& op) {
+  for (const FusedKernelEntry& e : fused_kernel_table()) {
+    if (op == e.op) return &e;
+  }
+  return nullptr;
 }
 
 const KernelEntry* find_kernel(const std::string& op) {

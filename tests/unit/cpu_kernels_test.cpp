@@ -501,6 +501,30 @@ TEST(CpuBackend, SupportsGivesReasons) {
   EXPECT_EQ(tiny[5], 'x');
 }
 
+TEST(CpuBackend, FusedNodesGoToTheFusedTable) {
+  EXPECT_NE(kite::cpu::find_fused_kernel("FusedConv"), nullptr);
+  EXPECT_EQ(kite::cpu::find_fused_kernel("Conv"), nullptr);
+  Backend b;
+  // Conv+Relu as the optimizer writes it: op FusedConv in domain "kite".
+  const std::vector<float> x = {1, -2, 3, -4, 5, -6, 7, -8, 9};
+  Node fused("FusedConv", "fc");
+  fused.domain("kite").fused("Conv+Relu").in({1, 1, 3, 3}, x).in({1, 1, 1, 1}, {2.0f}, true)
+      .in({1}, {-1.0f}, true).out({1, 1, 3, 3}).s("activation", "Relu");
+  EXPECT_EQ(b.why_not(fused), "");
+  ASSERT_TRUE(Runs(b, fused));
+  ExpectExact(fused.result(), {1, 0, 5, 0, 9, 0, 13, 0, 17});
+  // A fused op in the wrong domain, or one without a kernel, is declined.
+  Node wrong_domain("FusedConv");
+  wrong_domain.fused("Conv+Relu").in({1, 1, 3, 3}, x).in({1, 1, 1, 1}, {2.0f}, true).out({1, 1, 3, 3})
+      .s("activation", "Relu");
+  EXPECT_NE(b.why_not(wrong_domain).find("no fused kernel for pattern Conv+Relu"), std::string::npos);
+  Node unknown("FusedTeleport");
+  unknown.domain("kite").fused("Beam+Me+Up").in({1}, {1}).out({1});
+  EXPECT_NE(b.why_not(unknown).find("no fused kernel for pattern Beam+Me+Up"), std::string::npos);
+  std::string err;
+  EXPECT_EQ(b.run(unknown, &err), KITE_ERROR_UNSUPPORTED);
+}
+
 TEST(CpuBackend, PrepareRejectsWrongDeclaredOutput) {
   Backend b;
   Node n("Add", "the_adder");
