@@ -48,18 +48,28 @@ bool eliminate_common_subexpressions(PassContext& ctx, PassResult* result) {
   for (const ir::Graph& g : m.graphs) {
     for (const ir::Node& n : g.nodes) mark(n);
   }
-  std::map<std::string, int> first_constant;
+  // Bucketed by dtype, shape and a hash of the bytes; equal bytes confirm.
+  std::map<std::string, std::vector<int>> buckets;
   for (size_t t = 0; t < m.tensors.size(); ++t) {
     const ir::Tensor& c = m.tensors[t];
-    if (!c.is_constant() || !read[t] || graph_output[t] || c.data.size() > (1u << 20)) continue;
-    std::string key = std::to_string(c.dtype) + "|" + kite::ops::shape_string(c.shape) + "|";
-    key.append(reinterpret_cast<const char*>(c.data.data()), c.data.size());
-    auto it = first_constant.find(key);
-    if (it == first_constant.end()) {
-      first_constant.emplace(std::move(key), static_cast<int>(t));
+    if (!c.is_constant() || !read[t] || graph_output[t]) continue;
+    uint64_t hash = 1469598103934665603ull;  // FNV-1a
+    for (uint8_t byte : c.data) hash = (hash ^ byte) * 1099511628211ull;
+    const std::string key = std::to_string(c.dtype) + "|" + kite::ops::shape_string(c.shape) + "|" +
+                            std::to_string(hash);
+    std::vector<int>& bucket = buckets[key];
+    int same = -1;
+    for (int other : bucket) {
+      if (m.tensors[static_cast<size_t>(other)].data == c.data) {
+        same = other;
+        break;
+      }
+    }
+    if (same < 0) {
+      bucket.push_back(static_cast<int>(t));
       continue;
     }
-    replace_reads(&m, static_cast<int>(t), it->second);
+    replace_reads(&m, static_cast<int>(t), same);
     result->count("constants_merged");
     result->changed = true;
   }

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_backend.h"
 #include "kite/converter/convert.h"
 #include "kite/kite.h"
 #include "memory/planner.h"
@@ -1007,6 +1008,180 @@ TEST(FusedKernels, FusedPathMatchesBodyPath) {
     EXPECT_EQ(body.decomposed, fused_nodes);
     expect_close(body.outputs, fused.outputs);
   }
+}
+
+// ---- hostile fused nodes ------------------------------------------------------------
+//
+// The CPU backend must refuse, with a message, a fused node whose shapes or
+// attributes do not fit, before any kernel touches memory.
+
+struct AbiTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+  kite_backend_tensor t{};
+  AbiTensor(std::string n, std::vector<int64_t> s) : name(std::move(n)), shape(std::move(s)) {
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    data.assign(static_cast<size_t>(count), 0.5f);
+    t.name = name.c_str();
+    t.dtype = KITE_DTYPE_FLOAT32;
+    t.rank = static_cast<int32_t>(shape.size());
+    t.shape = shape.data();
+    t.byte_size = data.size() * 4;
+    t.data = data.data();
+  }
+};
+
+struct AbiAttr {
+  std::string name, s;
+  kite_backend_attr a{};
+};
+
+// supports() and prepare() of the CPU backend on one fused node; returns the
+// refusal reason ("" if accepted and prepared).
+std::string cpu_verdict(const char* op, const char* pattern, std::vector<AbiTensor*> inputs,
+                        std::vector<AbiTensor*> outputs, std::vector<kite_backend_attr> attrs) {
+  const kite_backend_api* api = kite_cpu_backend_api();
+  void* backend = nullptr;
+  kite_backend_options options{};
+  options.threads = 1;
+  char message[512] = {};
+  EXPECT_EQ(api->create(&options, &backend, message, sizeof message), KITE_OK) << message;
+  std::vector<const kite_backend_tensor*> in, out;
+  for (AbiTensor* t : inputs) in.push_back(t ? &t->t : nullptr);
+  for (AbiTensor* t : outputs) out.push_back(&t->t);
+  kite_backend_node node{};
+  node.name = "hostile";
+  node.op = op;
+  node.domain = "kite";
+  node.fused_pattern = pattern;
+  node.num_inputs = static_cast<int32_t>(in.size());
+  node.inputs = in.data();
+  node.num_outputs = static_cast<int32_t>(out.size());
+  node.outputs = out.data();
+  node.num_attrs = static_cast<int32_t>(attrs.size());
+  node.attrs = attrs.data();
+  std::string verdict;
+  char reason[512] = {};
+  const int supported = api->supports(backend, &node, reason, sizeof reason);
+  void* kernel = nullptr;
+  const kite_status prepared = api->prepare(backend, &node, &kernel, message, sizeof message);
+  EXPECT_EQ(supported != 0, prepared == KITE_OK) << "supports() and prepare() disagree: " << reason << " / " << message;
+  if (prepared == KITE_OK) {
+    EXPECT_EQ(api->execute(backend, kernel, message, sizeof message), KITE_OK) << message;
+    api->release(backend, kernel);
+  } else {
+    verdict = message;
+    EXPECT_NE(verdict.find("hostile"), std::string::npos) << "the message should name the node: " << verdict;
+  }
+  api->destroy(backend);
+  return verdict;
+}
+
+kite_backend_attr abi_float(const char* name, float v) {
+  kite_backend_attr a{};
+  a.name = name;
+  a.type = KITE_ATTR_FLOAT;
+  a.f = v;
+  return a;
+}
+kite_backend_attr abi_string(const char* name, const char* v) {
+  kite_backend_attr a{};
+  a.name = name;
+  a.type = KITE_ATTR_STRING;
+  a.s = v;
+  return a;
+}
+
+TEST(HostileFusedNodes, AttentionShapesMustAgree) {
+  AbiTensor q("q", {2, 5, 4}), kt("kt", {2, 4, 6}), v("v", {2, 6, 3}), out("out", {2, 5, 3});
+  EXPECT_EQ(cpu_verdict("Attention", "Attention", {&q, &kt, &v}, {&out}, {abi_float("scale", 0.5f)}), "");
+  AbiTensor bad_kt("kt", {2, 3, 6});
+  EXPECT_NE(cpu_verdict("Attention", "Attention", {&q, &bad_kt, &v}, {&out}, {abi_float("scale", 0.5f)})
+                .find("kt's rows"), std::string::npos);
+  AbiTensor bad_out("out", {2, 5, 4});
+  EXPECT_NE(cpu_verdict("Attention", "Attention", {&q, &kt, &v}, {&bad_out}, {abi_float("scale", 0.5f)})
+                .find("output 'out'"), std::string::npos);
+  AbiTensor wide_mask("mask", {3, 5, 6});
+  EXPECT_NE(cpu_verdict("Attention", "Attention", {&q, &kt, &v, &wide_mask}, {&out}, {abi_float("scale", 0.5f)})
+                .find("does not broadcast"), std::string::npos);
+  EXPECT_NE(cpu_verdict("Attention", "Attention", {&q, &kt, &v}, {&out}, {}).find("scale"), std::string::npos);
+}
+
+TEST(HostileFusedNodes, FusedConvChecksItsOutputAndActivation) {
+  AbiTensor x("x", {1, 2, 5, 5}), w("w", {3, 2, 3, 3}), y("y", {1, 3, 3, 3});
+  EXPECT_EQ(cpu_verdict("FusedConv", "Conv+Relu", {&x, &w}, {&y}, {abi_string("activation", "Relu")}), "");
+  AbiTensor big_y("y", {1, 3, 5, 5});  // would need pads the node does not have
+  EXPECT_NE(cpu_verdict("FusedConv", "Conv+Relu", {&x, &w}, {&big_y}, {abi_string("activation", "Relu")}), "");
+  EXPECT_NE(cpu_verdict("FusedConv", "Conv+Mish", {&x, &w}, {&y}, {abi_string("activation", "Mish")})
+                .find("not supported"), std::string::npos);
+  EXPECT_NE(cpu_verdict("FusedConv", "Conv+Sigmoid", {&x, &w}, {&y}, {abi_string("activation", "Relu")})
+                .find("does not end with"), std::string::npos);
+  // The scheduler test's pattern name is not one of the optimizer's.
+  EXPECT_NE(cpu_verdict("FusedConv", "conv_relu", {&x, &w}, {&y}, {}), "");
+}
+
+TEST(HostileFusedNodes, BiasAndNormShapesMustFit) {
+  AbiTensor a("a", {4, 6}), b("b", {6, 5}), bias("bias", {5}), y("y", {4, 5});
+  EXPECT_EQ(cpu_verdict("FusedMatMul", "MatMul+Add", {&a, &b, &bias}, {&y}, {}), "");
+  AbiTensor long_bias("bias", {6});
+  EXPECT_NE(cpu_verdict("FusedMatMul", "MatMul+Add", {&a, &b, &long_bias}, {&y}, {}).find("bias"),
+            std::string::npos);
+  AbiTensor x("x", {3, 8}), skip("skip", {3, 8}), gamma("gamma", {8}), beta("beta", {8}), out("out", {3, 8});
+  kite_backend_attr axis{};
+  axis.name = "axis";
+  axis.type = KITE_ATTR_INT;
+  axis.i = -1;
+  EXPECT_EQ(cpu_verdict("SkipLayerNormalization", "Add+LayerNormalization", {&x, &skip, &gamma, &beta}, {&out},
+                        {axis}), "");
+  AbiTensor short_gamma("gamma", {4});
+  EXPECT_NE(cpu_verdict("SkipLayerNormalization", "Add+LayerNormalization", {&x, &skip, &short_gamma}, {&out},
+                        {axis}).find("gamma"), std::string::npos);
+  AbiTensor short_skip("skip", {3, 4});
+  EXPECT_NE(cpu_verdict("SkipLayerNormalization", "Add+LayerNormalization", {&x, &short_skip, &gamma}, {&out},
+                        {axis}).find("skip"), std::string::npos);
+  AbiTensor bad_ln_out("out", {3, 9});
+  EXPECT_NE(cpu_verdict("LayerNormalization", "LayerNormalization", {&x, &gamma}, {&bad_ln_out}, {axis}), "");
+}
+
+TEST(HostileFusedNodes, SessionRefusesAFusedNodeWithoutBodyItCannotRun) {
+  // A fused Attention whose kt does not fit q, and no body to fall back on.
+  Builder b;
+  const int q = b.input("q", {2, 5, 4});
+  const int kt = b.input("kt", {2, 3, 6});
+  const int v = b.input("v", {2, 6, 3});
+  Model m = b.model();
+  Tensor out;
+  out.name = "out";
+  out.dtype = KITE_DTYPE_FLOAT32;
+  out.shape = {2, 5, 3};
+  out.shape_known = true;
+  out.kind = TensorKind::Output;
+  const int o = m.add_tensor(out);
+  Node n;
+  n.name = "hostile";
+  n.op = "Attention";
+  n.domain = "kite";
+  n.fused_pattern = "Attention";
+  n.inputs = {q, kt, v};
+  n.outputs = {o};
+  n.attrs = {flt("scale", 1.0f)};
+  m.main().nodes.push_back(n);
+  m.main().outputs.push_back(o);
+  std::string err;
+  ASSERT_TRUE(kite::memory::plan_memory(&m, 256, &err)) << err;
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(kite::writer::serialize(m, &bytes, &err)) << err;
+  kite_model* model = nullptr;
+  ASSERT_EQ(kite_model_load_memory(bytes.data(), bytes.size(), &model), KITE_OK) << kite_last_error();
+  kite_session* session = nullptr;
+  EXPECT_NE(kite_session_create(model, nullptr, &session), KITE_OK);
+  const std::string message = kite_last_error();
+  EXPECT_NE(message.find("hostile"), std::string::npos) << message;
+  EXPECT_NE(message.find("kt's rows"), std::string::npos) << message;
+  kite_session_destroy(session);
+  kite_model_destroy(model);
 }
 
 }  // namespace
