@@ -1813,6 +1813,30 @@ TEST(Variadic, MaxMinSumMeanBroadcast) {
   EXPECT_EQ(ints.output().values<int64_t>(), (std::vector<int64_t>{5, 9}));
 }
 
+TEST(Binary, IntegerPow) {
+  Backend be;
+  Node p("Pow");  // exact integer powers; a negative exponent truncates toward zero
+  p.in_i64({5}, {3, -2, 2, 1, -1}, false).in_i64({5}, {4, 3, -1, -5, -3}, false).out({5}, I64);
+  ASSERT_TRUE(Runs(be, p));
+  EXPECT_EQ(p.output().values<int64_t>(), (std::vector<int64_t>{81, -8, 0, 1, -1}));
+  Node pf("Pow");
+  pf.in_i32({2}, {9, 2}, false).in({2}, {0.5f, 3.0f}).out({2}, I32);
+  ASSERT_TRUE(Runs(be, pf));
+  EXPECT_EQ(pf.output().values<int32_t>(), (std::vector<int32_t>{3, 8}));
+}
+
+TEST(Reduce, BoolMaxMinAreAnyAll) {
+  Backend be;
+  Node any("ReduceMax");
+  any.in_bool({2, 3}, {0, 1, 0, 0, 0, 0}).in_i64({1}, {1}).out({2}, BOOL).i("keepdims", 0);
+  ASSERT_TRUE(Runs(be, any));
+  EXPECT_EQ(any.output().values<uint8_t>(), (std::vector<uint8_t>{1, 0}));
+  Node all("ReduceMin");
+  all.in_bool({2, 3}, {1, 1, 1, 1, 0, 1}).in_i64({1}, {1}).out({2}, BOOL).i("keepdims", 0);
+  ASSERT_TRUE(Runs(be, all));
+  EXPECT_EQ(all.output().values<uint8_t>(), (std::vector<uint8_t>{1, 0}));
+}
+
 TEST(Misc, HardmaxAndSize) {
   Backend be;
   Node h("Hardmax");

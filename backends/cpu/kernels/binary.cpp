@@ -2,7 +2,8 @@
 //
 // Add, Sub, Mul, Div: float32, int32, int64 (integers wrap on overflow;
 // integer division truncates like C++, and a zero divisor gives 0 instead of
-// a trap). Pow: float32 base, float32/int32/int64 exponent. PRelu: float32.
+// a trap). Pow: float32/int32/int64 base, float32/int32/int64 exponent, the
+// base's dtype out. PRelu: float32.
 // Equal, Greater, Less, GreaterOrEqual, LessOrEqual: float32/int32/int64
 // (Equal also bool) -> bool. And, Or, Xor: bool. Where: any dtype, bool condition.
 #include <cmath>
@@ -68,6 +69,30 @@ struct DivOp {
 struct PowOp {
   template <typename E>
   float operator()(float a, E b) const { return std::pow(a, static_cast<float>(b)); }
+};
+// Integer base: exact repeated squaring (wrapping) for an integer exponent;
+// a negative exponent truncates 1/a^n toward zero. A float exponent goes
+// through double and saturates.
+struct IntPowOp {
+  template <typename T, typename E>
+  T operator()(T a, E b) const {
+    if constexpr (std::is_integral_v<E>) {
+      if (b < 0) return a == 1 ? T(1) : a == -1 ? ((b % 2) != 0 ? T(-1) : T(1)) : T(0);
+      using U = std::make_unsigned_t<T>;
+      U result = 1, base = static_cast<U>(a);
+      for (auto e = static_cast<uint64_t>(b); e != 0; e >>= 1) {
+        if (e & 1) result = static_cast<U>(result * base);
+        base = static_cast<U>(base * base);
+      }
+      return static_cast<T>(result);
+    } else {
+      const double r = std::pow(static_cast<double>(a), static_cast<double>(b));
+      if (std::isnan(r)) return T(0);
+      if (r <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+      if (r >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+      return static_cast<T>(r);
+    }
+  }
 };
 struct PReluOp {
   float operator()(float x, float slope) const { return x < 0.0f ? x * slope : x; }
@@ -152,6 +177,31 @@ BinaryFn comparison(kite_dtype d) {
   }
 }
 
+template <typename T>
+BinaryFn int_pow(kite_dtype exponent) {
+  switch (exponent) {
+    case KITE_DTYPE_FLOAT32: return run_binary<T, float, T, IntPowOp>;
+    case KITE_DTYPE_INT32: return run_binary<T, int32_t, T, IntPowOp>;
+    case KITE_DTYPE_INT64: return run_binary<T, int64_t, T, IntPowOp>;
+    default: return nullptr;
+  }
+}
+
+BinaryFn select_pow(kite_dtype base, kite_dtype exponent) {
+  switch (base) {
+    case KITE_DTYPE_FLOAT32:
+      switch (exponent) {
+        case KITE_DTYPE_FLOAT32: return run_binary<float, float, float, PowOp>;
+        case KITE_DTYPE_INT32: return run_binary<float, int32_t, float, PowOp>;
+        case KITE_DTYPE_INT64: return run_binary<float, int64_t, float, PowOp>;
+        default: return nullptr;
+      }
+    case KITE_DTYPE_INT32: return int_pow<int32_t>(exponent);
+    case KITE_DTYPE_INT64: return int_pow<int64_t>(exponent);
+    default: return nullptr;
+  }
+}
+
 // The kernel for (op, dtype of A, dtype of B), or null.
 BinaryFn select(const std::string& op, kite_dtype a, kite_dtype b) {
   const bool same = a == b;
@@ -159,12 +209,7 @@ BinaryFn select(const std::string& op, kite_dtype a, kite_dtype b) {
   if (op == "Sub" && same) return arithmetic<SubOp>(a);
   if (op == "Mul" && same) return arithmetic<MulOp>(a);
   if (op == "Div" && same) return arithmetic<DivOp>(a);
-  if (op == "Pow" && a == KITE_DTYPE_FLOAT32) {
-    if (b == KITE_DTYPE_FLOAT32) return run_binary<float, float, float, PowOp>;
-    if (b == KITE_DTYPE_INT32) return run_binary<float, int32_t, float, PowOp>;
-    if (b == KITE_DTYPE_INT64) return run_binary<float, int64_t, float, PowOp>;
-    return nullptr;
-  }
+  if (op == "Pow") return select_pow(a, b);
   if (op == "PRelu" && same && a == KITE_DTYPE_FLOAT32) return run_binary<float, float, float, PReluOp>;
   if (op == "Equal" && same) return comparison<EqualOp>(a);
   if (op == "Greater" && same && a != KITE_DTYPE_BOOL) return comparison<GreaterOp>(a);

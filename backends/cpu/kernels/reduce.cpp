@@ -1,6 +1,6 @@
 // ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceL1,
-// ReduceSumSquare (float32, int32, int64), ReduceL2, ReduceLogSumExp
-// (float32), and ArgMax, ArgMin (float32, int32, int64 -> int64). Axes come
+// ReduceSumSquare (float32, int32, int64; ReduceMax/ReduceMin also bool),
+// ReduceL2, ReduceLogSumExp (float32), and ArgMax, ArgMin (float32, int32, int64 -> int64). Axes come
 // from the attribute (older opsets) or from a constant input. Float
 // reductions accumulate in double.
 #include <algorithm>
@@ -96,6 +96,7 @@ T reduce_one(const ReducePlan& p, const T* in, int64_t o) {
     constexpr bool kMax = K == ReduceKind::kMax;
     T best = kFloat ? (kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity())
                     : (kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max());
+    if constexpr (std::is_same_v<T, uint8_t>) best = kMax ? 0 : 1;  // bool: any / all
     for_reduced(p, in, o, [&](T v) {
       if (kMax ? v > best : v < best) best = v;
       if constexpr (kFloat) {
@@ -166,6 +167,11 @@ ReduceFn reduce_for(kite_dtype d) {
 }
 
 ReduceFn select_reduce(const std::string& op, kite_dtype d) {
+  if (d == KITE_DTYPE_BOOL) {  // opset 20: max = any, min = all
+    if (op == "ReduceMax") return reduce_entry<uint8_t, ReduceKind::kMax>;
+    if (op == "ReduceMin") return reduce_entry<uint8_t, ReduceKind::kMin>;
+    return nullptr;
+  }
   if (op == "ReduceSum") return reduce_for<ReduceKind::kSum>(d);
   if (op == "ReduceMean") return reduce_for<ReduceKind::kMean>(d);
   if (op == "ReduceMax") return reduce_for<ReduceKind::kMax>(d);

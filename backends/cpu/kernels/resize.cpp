@@ -1,7 +1,8 @@
 // Resize (float32), modes nearest, linear (N-linear over every resized
 // axis) and cubic (Keys, cubic_coeff_a, exclude_outside), with the
 // coordinate transformations exporters use: half_pixel, pytorch_half_pixel,
-// align_corners, asymmetric, tf_half_pixel_for_nn; and nearest modes round_prefer_floor, round_prefer_ceil, floor, ceil.
+// align_corners, asymmetric, tf_half_pixel_for_nn, half_pixel_symmetric; and
+// nearest modes round_prefer_floor, round_prefer_ceil, floor, ceil.
 // Coordinates are computed in float, as reference runtimes do. Scales and
 // sizes must be constants; the per-axis index tables are built at prepare.
 #include <algorithm>
@@ -33,6 +34,13 @@ float source_coordinate(const std::string& mode, int64_t x, float scale, int64_t
   }
   if (mode == "pytorch_half_pixel") return out_len > 1 ? (xf + 0.5f) / scale - 0.5f : 0.0f;
   if (mode == "tf_half_pixel_for_nn") return (xf + 0.5f) / scale;
+  if (mode == "half_pixel_symmetric") {
+    // Centres the sampling grid when the output length was rounded.
+    const float adjustment =
+        static_cast<float>(out_len) / (scale * static_cast<float>(in_len));
+    const float center = static_cast<float>(in_len) / 2.0f;
+    return center * (1.0f - adjustment) + (xf + 0.5f) / scale - 0.5f;
+  }
   return (xf + 0.5f) / scale - 0.5f;  // half_pixel
 }
 
@@ -138,7 +146,7 @@ std::string check_resize(const OpNode& op) {
   }
   const std::string ct = op.attr_string("coordinate_transformation_mode", "half_pixel");
   if (ct != "half_pixel" && ct != "pytorch_half_pixel" && ct != "align_corners" &&
-      ct != "asymmetric" && ct != "tf_half_pixel_for_nn") {
+      ct != "asymmetric" && ct != "tf_half_pixel_for_nn" && ct != "half_pixel_symmetric") {
     return "coordinate_transformation_mode '" + ct + "' is not supported";
   }
   const std::string nm = op.attr_string("nearest_mode", "round_prefer_floor");
