@@ -88,7 +88,7 @@ def main():
                 continue
             m = re.search(r"\((\d+) fused, (\d+) decomposed\)", detail)
             fused, decomposed = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
-            if "decline-fused" in cfg and fused > 0:
+            if cfg == "decline-fused" and fused > 0:
                 verdict(False, label, f"fused nodes not decomposed: {detail}")
                 continue
             if cfg == "" and decomposed > 0:
