@@ -11,8 +11,10 @@ namespace kite::fuzz {
 
 // Memory cap the loader target gives each session
 // (kite_session_options_set_memory_limit): a hostile file may declare an
-// arena of any size; above this the session must refuse it cleanly.
-constexpr uint64_t kLoaderMemoryLimit = 64ull << 20;
+// arena of any size; above this the session must refuse it cleanly. Small
+// (every seed needs far less) so that each input stays fast: zeroing a
+// large arena under ASan costs tens of milliseconds.
+constexpr uint64_t kLoaderMemoryLimit = 4ull << 20;
 
 // .kite bytes: kite_model_load_memory, then (if the model verifies) a CPU
 // session with 1 worker thread, every input set (and a wrong-size set
