@@ -33,6 +33,7 @@
 
 #include "cpu_backend.h"
 #include "kernel.h"
+#include "kernels/sgemm.h"
 #include "kite/backend.h"
 #include "kite/ops/op_node.h"
 
@@ -389,6 +390,16 @@ std::string Str(const Shape& s) {
   for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
   return out + "]";
 }
+
+// Selects the portable SGEMM micro-kernel for its lifetime (the default is
+// the best one the processor offers), so both paths get tested.
+class PortableGemm {
+ public:
+  explicit PortableGemm(bool on) { kite::cpu::sgemm::force_portable_micro_kernel(on); }
+  ~PortableGemm() { kite::cpu::sgemm::force_portable_micro_kernel(false); }
+  PortableGemm(const PortableGemm&) = delete;
+  PortableGemm& operator=(const PortableGemm&) = delete;
+};
 
 // ===========================================================================
 // The thread pool.
@@ -802,6 +813,8 @@ TEST_P(ConvSweep, MatchesReference) {
   for (int threads : {1, 3}) {
     for (bool constant_w : {true, false}) {
       SCOPED_TRACE("threads " + std::to_string(threads) + (constant_w ? " constant W" : " computed W"));
+      // Computed weights go through the portable micro-kernel.
+      const PortableGemm portable(!constant_w);
       Backend be(threads);
       Node n("Conv", "conv");
       n.in(x_shape, x).in(w_shape, w, constant_w);
@@ -986,6 +999,7 @@ TEST_P(GemmSweep, MatchesReference) {
   for (int threads : {1, 4}) {
     for (bool constant_b : {true, false}) {
       SCOPED_TRACE("threads " + std::to_string(threads) + (constant_b ? " constant B" : ""));
+      const PortableGemm portable(constant_b);
       Backend be(threads);
       Node n("Gemm");
       n.in(a_shape, a).in(b_shape, b, constant_b);
@@ -1044,6 +1058,7 @@ TEST_P(MatMulSweep, MatchesReference) {
   for (int threads : {1, 3}) {
     for (bool constant_b : {false, true}) {
       SCOPED_TRACE("threads " + std::to_string(threads) + (constant_b ? " constant B" : ""));
+      const PortableGemm portable(threads == 1);
       Backend be(threads);
       Node node("MatMul");
       node.in(c.a, av).in(c.b, bv, constant_b).out(c.out);

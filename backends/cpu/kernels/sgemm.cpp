@@ -1,6 +1,7 @@
 #include "sgemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 namespace kite::cpu::sgemm {
@@ -28,8 +29,8 @@ inline Float4 load4(const float* p) {
 
 inline Float4 broadcast4(float x) { return Float4{x, x, x, x}; }
 
-inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b,
-                         float* __restrict acc) {
+void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b,
+                  float* __restrict acc) {
   static_assert(kMR == 6 && kNR == 8, "the micro-kernel is written for 6x8 tiles");
   Float4 c00 = {}, c01 = {}, c10 = {}, c11 = {}, c20 = {}, c21 = {};
   Float4 c30 = {}, c31 = {}, c40 = {}, c41 = {}, c50 = {}, c51 = {};
@@ -59,7 +60,7 @@ inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __r
   std::memcpy(acc, rows, sizeof(rows));
 }
 #else
-inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b,
+void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b,
                          float* __restrict acc) {
   float t[kMR][kNR] = {};
   for (int64_t p = 0; p < kc; ++p) {
@@ -89,7 +90,26 @@ void store_tile(const float* acc, float* c, int64_t ldc, int64_t rows, int64_t c
   }
 }
 
+std::atomic<bool> g_force_portable{false};
+
+detail::MicroKernelFn best_micro_kernel() {
+  static const bool avx2 = detail::cpu_supports_avx2_fma();
+  return avx2 ? detail::micro_kernel_avx2 : micro_kernel;
+}
+
+detail::MicroKernelFn active_micro_kernel() {
+  return g_force_portable.load(std::memory_order_relaxed) ? micro_kernel : best_micro_kernel();
+}
+
+// The pair kernel that goes with the active single-tile kernel, or null.
+detail::MicroKernelPairFn active_pair_kernel() {
+  return active_micro_kernel() == detail::micro_kernel_avx2 ? detail::micro_kernel_avx2_x2
+                                                             : nullptr;
+}
+
 struct Job {
+  detail::MicroKernelFn micro;
+  detail::MicroKernelPairFn micro_pair;
   int64_t m, n, k;
   const float* pa;
   const float* pb;
@@ -109,7 +129,7 @@ void run_task(const Job& job, int64_t task) {
   const int64_t ip1 = std::min(job.m_panels, ip0 + job.row_block);
   const int64_t jp0 = cb * job.col_block;
   const int64_t jp1 = std::min(job.n_panels, jp0 + job.col_block);
-  alignas(64) float acc[kMR * kNR];
+  alignas(64) float acc[2][kMR * kNR];
   for (int64_t k0 = 0; k0 < job.k; k0 += kKC) {
     const int64_t kc = std::min(kKC, job.k - k0);
     const bool add = job.accumulate || k0 > 0;
@@ -117,12 +137,23 @@ void run_task(const Job& job, int64_t task) {
       const float* b = job.pb + jp * job.k * kNR + k0 * kNR;
       const int64_t j = jp * kNR;
       const int64_t cols = std::min(kNR, job.n - j);
-      for (int64_t ip = ip0; ip < ip1; ++ip) {
-        const float* a = job.pa + ip * job.k * kMR + k0 * kMR;
+      auto store = [&](const float* tile, int64_t ip) {
         const int64_t i = ip * kMR;
-        micro_kernel(kc, a, b, acc);
-        store_tile(acc, job.c + i * job.ldc + j, job.ldc, std::min(kMR, job.m - i), cols,
+        store_tile(tile, job.c + i * job.ldc + j, job.ldc, std::min(kMR, job.m - i), cols,
                    job.row_bias ? job.row_bias + i : nullptr, add);
+      };
+      int64_t ip = ip0;
+      if (job.micro_pair) {
+        for (; ip + 1 < ip1; ip += 2) {
+          const float* a = job.pa + ip * job.k * kMR + k0 * kMR;
+          job.micro_pair(kc, a, a + job.k * kMR, b, acc[0], acc[1]);
+          store(acc[0], ip);
+          store(acc[1], ip + 1);
+        }
+      }
+      for (; ip < ip1; ++ip) {
+        job.micro(kc, job.pa + ip * job.k * kMR + k0 * kMR, b, acc[0]);
+        store(acc[0], ip);
       }
     }
   }
@@ -194,7 +225,8 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const f
     }
     return;
   }
-  Job job{m, n, k, packed_a, packed_b, c, ldc, row_bias, accumulate, 0, 0, 0, 0, 0};
+  Job job{active_micro_kernel(), active_pair_kernel(), m, n, k, packed_a, packed_b, c, ldc,
+          row_bias, accumulate, 0, 0, 0, 0, 0};
   job.m_panels = (m + kMR - 1) / kMR;
   job.n_panels = (n + kNR - 1) / kNR;
   job.row_block = std::min(job.m_panels, kMCPanels);
@@ -224,5 +256,12 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const f
     body(0, tasks);
   }
 }
+
+MicroKernel micro_kernel_in_use() {
+  return active_micro_kernel() == detail::micro_kernel_avx2 ? MicroKernel::kAvx2Fma
+                                                             : MicroKernel::kPortable;
+}
+
+void force_portable_micro_kernel(bool portable) { g_force_portable.store(portable); }
 
 }  // namespace kite::cpu::sgemm

@@ -33,4 +33,24 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const f
                  float* c, int64_t ldc, const float* row_bias, bool accumulate,
                  ThreadPool* pool);
 
+// The micro-kernel in use: the portable one, or one the processor offers
+// (AVX2+FMA on x86-64, chosen once at first use).
+enum class MicroKernel { kPortable, kAvx2Fma };
+MicroKernel micro_kernel_in_use();
+// Tests only: run the portable kernel (true) or the best available (false).
+// Not thread-safe against running GEMMs.
+void force_portable_micro_kernel(bool portable);
+
+namespace detail {
+// acc (kMR x kNR, row-major) = A panel (kc x kMR) * B panel (kc x kNR).
+using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float* acc);
+bool cpu_supports_avx2_fma();
+void micro_kernel_avx2(int64_t kc, const float* a, const float* b, float* acc);
+// Two A panels against one B panel (acc0 from a0, acc1 from a1).
+using MicroKernelPairFn = void (*)(int64_t kc, const float* a0, const float* a1, const float* b,
+                                   float* acc0, float* acc1);
+void micro_kernel_avx2_x2(int64_t kc, const float* a0, const float* a1, const float* b,
+                          float* acc0, float* acc1);
+}  // namespace detail
+
 }  // namespace kite::cpu::sgemm
