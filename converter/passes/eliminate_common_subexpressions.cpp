@@ -16,11 +16,7 @@ namespace kite::passes {
 
 namespace {
 
-bool is_nondeterministic(const std::string& op) {
-  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" ||
-         op == "RandomUniformLike" || op == "Multinomial" || op == "Bernoulli";
-}
-
+// Op, domain, output count and inputs; attributes are compared separately.
 std::string node_key(const ir::Node& n) {
   std::string key = n.domain + "\x1f" + n.op + "\x1f" + std::to_string(n.outputs.size()) + "\x1f";
   for (int t : n.inputs) key += std::to_string(t) + ",";

@@ -2,30 +2,10 @@
 // are removed (an If that is kept keeps everything its branches read), then
 // tensors nothing references any more (unused initializers, the old inputs
 // of folded constants) and graphs no node references are dropped.
-#include <functional>
-
 #include "passes/graph_util.h"
 #include "passes/pass.h"
 
 namespace kite::passes {
-
-namespace {
-
-void collect_reads(const ir::Model& m, int g, std::vector<int>* out) {
-  if (g < 0 || static_cast<size_t>(g) >= m.graphs.size()) return;
-  const ir::Graph& graph = m.graphs[static_cast<size_t>(g)];
-  for (const ir::Node& n : graph.nodes) {
-    for (int t : n.inputs) {
-      if (t >= 0) out->push_back(t);
-    }
-    for (const ir::Attr& a : n.attrs) {
-      if (a.type == KITE_ATTR_GRAPH) collect_reads(m, static_cast<int>(a.i), out);
-    }
-  }
-  for (int t : graph.outputs) out->push_back(t);
-}
-
-}  // namespace
 
 bool eliminate_dead_code(PassContext& ctx, PassResult* result) {
   ir::Model& m = *ctx.model;
@@ -44,7 +24,7 @@ bool eliminate_dead_code(PassContext& ctx, PassResult* result) {
       if (t >= 0) reads.push_back(t);
     }
     for (const ir::Attr& a : n.attrs) {
-      if (a.type == KITE_ATTR_GRAPH) collect_reads(m, static_cast<int>(a.i), &reads);
+      if (a.type == KITE_ATTR_GRAPH) collect_graph_reads(m, static_cast<int>(a.i), &reads);
     }
     for (int t : reads) needed[static_cast<size_t>(t)] = true;
   }

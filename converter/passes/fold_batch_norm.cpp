@@ -47,12 +47,6 @@ std::vector<double> per_channel(const ir::Model& m, int t, size_t rank, size_t a
 
 }  // namespace
 
-// Scales the output channels of a Conv/ConvTranspose/Gemm node by `scale`
-// and then adds `shift` (both per channel; empty = 1 and 0), through new
-// weight and bias constants. Shared with fold_scale_into_weights.
-bool rescale_output_channels(PassContext& ctx, int node_index, const std::vector<double>& scale,
-                             const std::vector<double>& shift, std::string* why);
-
 bool rescale_output_channels(PassContext& ctx, int node_index, const std::vector<double>& scale,
                              const std::vector<double>& shift, std::string* why) {
   ir::Model& m = *ctx.model;

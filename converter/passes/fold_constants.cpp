@@ -29,11 +29,6 @@ constexpr uint64_t kMaxFoldBytes = 256ull << 20;  // never materialize more in o
 constexpr uint64_t kBloatRatio = 2;               // results may be this much larger ...
 constexpr uint64_t kBloatSlack = 4096;            // ... plus this, before they count as bloat
 
-bool is_nondeterministic(const std::string& op) {
-  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" ||
-         op == "RandomUniformLike" || op == "Multinomial" || op == "Bernoulli";
-}
-
 // Element i of a constant's bytes as a double (false for an unknown dtype).
 bool element_as_double(kite_dtype dtype, const uint8_t* data, size_t i, double* out) {
   switch (dtype) {

@@ -15,9 +15,6 @@
 
 namespace kite::passes {
 
-bool rescale_output_channels(PassContext& ctx, int node_index, const std::vector<double>& scale,
-                             const std::vector<double>& shift, std::string* why);
-
 namespace {
 
 // The constant as one value per channel of axis `axis` of an output of shape

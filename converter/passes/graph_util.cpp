@@ -11,7 +11,15 @@ namespace {
 
 const std::vector<int> kNoReaders;
 
-// Every tensor a graph's nodes read, through nested branches and bodies.
+void replace_in_node(ir::Node* n, int from, int to) {
+  for (int& t : n->inputs) {
+    if (t == from) t = to;
+  }
+  for (ir::Node& b : n->body) replace_in_node(&b, from, to);
+}
+
+}  // namespace
+
 void collect_graph_reads(const ir::Model& model, int g, std::vector<int>* out) {
   if (g < 0 || static_cast<size_t>(g) >= model.graphs.size()) return;
   const ir::Graph& graph = model.graphs[static_cast<size_t>(g)];
@@ -31,14 +39,10 @@ void collect_graph_reads(const ir::Model& model, int g, std::vector<int>* out) {
   for (int t : graph.outputs) out->push_back(t);
 }
 
-void replace_in_node(ir::Node* n, int from, int to) {
-  for (int& t : n->inputs) {
-    if (t == from) t = to;
-  }
-  for (ir::Node& b : n->body) replace_in_node(&b, from, to);
+bool is_nondeterministic(const std::string& op) {
+  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" ||
+         op == "RandomUniformLike" || op == "Multinomial" || op == "Bernoulli";
 }
-
-}  // namespace
 
 UseMap::UseMap(const ir::Model& model) {
   const size_t n = model.tensors.size();

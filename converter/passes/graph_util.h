@@ -63,6 +63,13 @@ int add_int64_constant(ir::Model* model, const std::string& base, const std::vec
 // A new activation tensor with the dtype and shape of `like`.
 int add_activation_like(ir::Model* model, const std::string& base, int like);
 
+// Every tensor graph g's nodes read (fused bodies and nested branches
+// included) and its outputs, appended to *out.
+void collect_graph_reads(const ir::Model& model, int g, std::vector<int>* out);
+
+// Ops whose result must not be computed once and reused (folding, CSE).
+bool is_nondeterministic(const std::string& op);
+
 // ---- rewiring --------------------------------------------------------------
 
 // Every node input (all graphs, fused bodies included) reading `from` reads
@@ -89,6 +96,17 @@ bool same_attrs(const std::vector<ir::Attr>& a, const std::vector<ir::Attr>& b);
 
 // An ONNX primitive (domain "", not fused) of this op type.
 bool is_op(const ir::Node& node, const char* op);
+
+// ---- folding into weights ---------------------------------------------------
+
+// Scales the output channels of main-graph node node_index (Conv,
+// ConvTranspose or Gemm with float32 constant weights and bias) by `scale`,
+// then adds `shift` (per channel; empty: 1 and 0), through new weight and
+// bias constants; a Gemm's beta becomes 1. False (graph untouched, *why set)
+// when the node does not fit. Shared by fold_batch_norm and
+// fold_scale_into_weights.
+bool rescale_output_channels(PassContext& ctx, int node_index, const std::vector<double>& scale,
+                             const std::vector<double>& shift, std::string* why);
 
 // ---- fusion ----------------------------------------------------------------
 
