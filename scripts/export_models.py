@@ -78,6 +78,33 @@ def small_vit():
     return vit
 
 
+class SmallUNet(nn.Module):
+    """A U-Net-like encoder/decoder: three levels, skip connections by
+    concatenation, nearest upsampling, BatchNorm kept; the long-lived skips are
+    what the memory planner has to work around."""
+
+    @staticmethod
+    def block(cin, cout):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(),
+                             nn.Conv2d(cout, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU())
+
+    def __init__(self, c=16):
+        super().__init__()
+        self.enc1, self.enc2, self.enc3 = self.block(3, c), self.block(c, 2 * c), self.block(2 * c, 4 * c)
+        self.pool = nn.MaxPool2d(2)
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.dec2, self.dec1 = self.block(6 * c, 2 * c), self.block(3 * c, c)
+        self.head = nn.Conv2d(c, 2, 1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(self.pool(e1))
+        e3 = self.enc3(self.pool(e2))
+        d2 = self.dec2(torch.cat([self.up(e3), e2], dim=1))
+        d1 = self.dec1(torch.cat([self.up(d2), e1], dim=1))
+        return self.head(d1)
+
+
 tv = torchvision.models
 
 
@@ -99,6 +126,7 @@ MODELS = {
     "vit_small": ModelSpec(small_vit, [Input("input", (1, 3, 64, 64))]),
     "text_transformer": ModelSpec(TokenTransformer,
                                   [Input("input", (1, 32), torch.int64, (0, 1000))]),
+    "unet_small": ModelSpec(SmallUNet, [Input("input", (1, 3, 128, 128))]),
 }
 
 BN_TYPES = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
