@@ -791,6 +791,16 @@ TEST(FuseSkipLayerNorm, SumReadElsewhereBecomesASecondOutput) {
   EXPECT_EQ(opt.tensors[static_cast<size_t>(n->outputs[1])].kind, TensorKind::Activation);
 }
 
+TEST(FuseSkipLayerNorm, BroadcastingAddIsNotAResidual) {
+  // x + bias (a broadcast) is not a skip connection: the addends differ in shape.
+  Builder b;
+  const int x = b.input("x", {2, 4, 8});
+  const int sum = b.node("Add", {x, b.input("row", {1, 1, 8})});
+  b.output(b.node("LayerNormalization", {sum, b.random_constant("g", {8})}, {int1("axis", -1)}));
+  const Model opt = optimized(b.model(), {kite::passes::fuse_skip_layer_norm});
+  EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Add", 1}, {"LayerNormalization", 1}}));
+}
+
 // softmax(q kt / sqrt(d) + mask) v over [1, 2, S, D] heads.
 int attention(Builder& b, int q, int k, int v, bool mask, bool scale_q) {
   const int kt = b.node("Transpose", {k}, {ints("perm", {0, 1, 3, 2})});
