@@ -9,6 +9,7 @@
 // size 1 (kernel 1, stride 1, no padding).
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -111,32 +112,23 @@ class ConvKernel : public Kernel {
     if (w_constant_) pack_weights(nullptr);
     col_.resize(static_cast<size_t>(g_.group * sgemm::packed_b_floats(k_, pixels_)));
     if (!pointwise_) {
-      // Per output pixel, the input position of its window's corner.
-      corner_.resize(static_cast<size_t>(pixels_) * 3);
-      int64_t j = 0;
-      for (int64_t od = 0; od < g_.out[0]; ++od) {
-        for (int64_t oh = 0; oh < g_.out[1]; ++oh) {
-          for (int64_t ow = 0; ow < g_.out[2]; ++ow, ++j) {
-            corner_[j * 3 + 0] = od * g_.stride[0] - g_.pad[0];
-            corner_[j * 3 + 1] = oh * g_.stride[1] - g_.pad[1];
-            corner_[j * 3 + 2] = ow * g_.stride[2] - g_.pad[2];
-          }
+      // Each panel of kNR output pixels as runs of pixels in one output row,
+      // with the input position of the first pixel's window corner.
+      constexpr int64_t nr = sgemm::kNR;
+      const int64_t panels = (pixels_ + nr - 1) / nr;
+      panel_runs_.assign(static_cast<size_t>(panels) + 1, 0);
+      for (int64_t jp = 0; jp < panels; ++jp) {
+        const int64_t j0 = jp * nr, j1 = std::min(pixels_, j0 + nr);
+        for (int64_t j = j0; j < j1;) {
+          const int64_t ow = j % g_.out[2];
+          const int64_t oh = j / g_.out[2] % g_.out[1];
+          const int64_t od = j / (g_.out[2] * g_.out[1]);
+          const int64_t count = std::min(j1 - j, g_.out[2] - ow);
+          runs_.push_back({j - j0, count, od * g_.stride[0] - g_.pad[0],
+                           oh * g_.stride[1] - g_.pad[1], ow * g_.stride[2] - g_.pad[2]});
+          j += count;
         }
-      }
-      // Per im2col row: input channel and kernel offsets.
-      rows_.resize(static_cast<size_t>(k_) * 4);
-      int64_t p = 0;
-      for (int64_t c = 0; c < cg_; ++c) {
-        for (int64_t kd = 0; kd < g_.kernel[0]; ++kd) {
-          for (int64_t kh = 0; kh < g_.kernel[1]; ++kh) {
-            for (int64_t kw = 0; kw < g_.kernel[2]; ++kw, ++p) {
-              rows_[p * 4 + 0] = c;
-              rows_[p * 4 + 1] = kd * g_.dilation[0];
-              rows_[p * 4 + 2] = kh * g_.dilation[1];
-              rows_[p * 4 + 3] = kw * g_.dilation[2];
-            }
-          }
-        }
+        panel_runs_[jp + 1] = static_cast<int64_t>(runs_.size());
       }
     }
   }
@@ -201,47 +193,47 @@ class ConvKernel : public Kernel {
         const int64_t jp = t % panels;
         const float* xg = xn + g * cg_ * in_plane;
         float* dst = col_.data() + g * col_group + jp * k_ * nr;
-        const int64_t j0 = jp * nr;
-        const int64_t cols = std::min(nr, pixels_ - j0);
-        const int64_t* corner = corner_.data() + j0 * 3;
-        // The panel lies in one output row when its first and last columns
-        // share depth and height.
-        const bool one_row = cols == nr && corner[0] == corner[(nr - 1) * 3 + 0] &&
-                             corner[1] == corner[(nr - 1) * 3 + 1];
-        for (int64_t p = 0; p < k_; ++p, dst += nr) {
-          const int64_t* row = rows_.data() + p * 4;
-          const float* plane = xg + row[0] * in_plane;
-          if (one_row) {
-            const int64_t id = corner[0] + row[1];
-            const int64_t ih = corner[1] + row[2];
-            const int64_t iw0 = corner[2] + row[3];
-            if (id < 0 || id >= D || ih < 0 || ih >= H) {
-              for (int64_t c = 0; c < nr; ++c) dst[c] = 0.0f;
-              continue;
-            }
-            const float* src = plane + (id * H + ih) * W;
-            if (iw0 >= 0 && iw0 + (nr - 1) * sw < W) {
-              if (sw == 1) {
-                for (int64_t c = 0; c < nr; ++c) dst[c] = src[iw0 + c];
-              } else {
-                for (int64_t c = 0; c < nr; ++c) dst[c] = src[iw0 + c * sw];
+        const Run* run_begin = runs_.data() + panel_runs_[jp];
+        const Run* run_end = runs_.data() + panel_runs_[jp + 1];
+        // Columns past the last pixel stay zero from prepare. Row p of the
+        // panel is (channel, kd, kh, kw) in that order, kw fastest.
+        const int64_t KD = g_.kernel[0], KH = g_.kernel[1], KW = g_.kernel[2];
+        const int64_t dd = g_.dilation[0], dh = g_.dilation[1], dw = g_.dilation[2];
+        for (const Run* r = run_begin; r != run_end; ++r) {
+          const int64_t n = r->count;
+          float* d = dst + r->col;
+          for (int64_t c = 0; c < cg_; ++c) {
+            const float* plane = xg + c * in_plane;
+            for (int64_t kd = 0; kd < KD; ++kd) {
+              const int64_t id = r->d + kd * dd;
+              for (int64_t kh = 0; kh < KH; ++kh, d += KW * nr) {
+                const int64_t ih = r->h + kh * dh;
+                if (id < 0 || id >= D || ih < 0 || ih >= H) {
+                  for (int64_t kw = 0; kw < KW; ++kw) {
+                    for (int64_t i = 0; i < n; ++i) d[kw * nr + i] = 0.0f;
+                  }
+                  continue;
+                }
+                const float* src = plane + (id * H + ih) * W;
+                for (int64_t kw = 0; kw < KW; ++kw) {
+                  float* out = d + kw * nr;
+                  const int64_t iw = r->w + kw * dw;
+                  if (iw >= 0 && iw + (n - 1) * sw < W) {
+                    if (sw == 1 && n == nr) {
+                      std::memcpy(out, src + iw, nr * sizeof(float));  // fixed size: inlined
+                    } else {
+                      for (int64_t i = 0; i < n; ++i) out[i] = src[iw + i * sw];
+                    }
+                  } else {
+                    for (int64_t i = 0; i < n; ++i) {
+                      const int64_t x = iw + i * sw;
+                      out[i] = x >= 0 && x < W ? src[x] : 0.0f;
+                    }
+                  }
+                }
               }
-              continue;
             }
-            for (int64_t c = 0; c < nr; ++c) {
-              const int64_t iw = iw0 + c * sw;
-              dst[c] = iw >= 0 && iw < W ? src[iw] : 0.0f;
-            }
-            continue;
           }
-          for (int64_t c = 0; c < cols; ++c) {
-            const int64_t id = corner[c * 3 + 0] + row[1];
-            const int64_t ih = corner[c * 3 + 1] + row[2];
-            const int64_t iw = corner[c * 3 + 2] + row[3];
-            const bool inside = id >= 0 && id < D && ih >= 0 && ih < H && iw >= 0 && iw < W;
-            dst[c] = inside ? plane[(id * H + ih) * W + iw] : 0.0f;
-          }
-          for (int64_t c = cols; c < nr; ++c) dst[c] = 0.0f;
         }
       }
     });
@@ -304,8 +296,13 @@ class ConvKernel : public Kernel {
   bool direct_ = false, pointwise_ = false;
   std::vector<float> packed_w_;
   std::vector<float> col_;
-  std::vector<int64_t> corner_;
-  std::vector<int64_t> rows_;
+  struct Run {
+    int64_t col;      // first column inside the panel
+    int64_t count;    // pixels, all in one output row
+    int64_t d, h, w;  // input position of the first pixel's window corner
+  };
+  std::vector<Run> runs_;
+  std::vector<int64_t> panel_runs_;  // panel jp's runs: [panel_runs_[jp], panel_runs_[jp + 1])
   std::vector<int64_t> width_ranges_;
 };
 

@@ -15,9 +15,12 @@ namespace {
 // Per spatial axis and output position: the kernel taps [lo, hi) that land
 // inside the input, the input position of tap 0, and the number of taps
 // inside the padded extent (AveragePool's count_include_pad divisor).
+// Also, per tap, the output positions [tap_lo, tap_hi) whose tap lands
+// inside the input (for the row-wise loops over the last axis).
 struct AxisWindows {
-  int64_t in = 1, out = 1, dilation = 1;
+  int64_t in = 1, out = 1, kernel = 1, stride = 1, dilation = 1, pad_begin = 0;
   std::vector<int64_t> lo, hi, start, padded;
+  std::vector<int64_t> tap_lo, tap_hi;
 };
 
 AxisWindows axis_windows(int64_t in, int64_t out, int64_t kernel, int64_t stride,
@@ -25,7 +28,19 @@ AxisWindows axis_windows(int64_t in, int64_t out, int64_t kernel, int64_t stride
   AxisWindows w;
   w.in = in;
   w.out = out;
+  w.kernel = kernel;
+  w.stride = stride;
   w.dilation = dilation;
+  w.pad_begin = pad_begin;
+  for (int64_t t = 0; t < kernel; ++t) {
+    // o*stride + offset in [0, in)  <=>  o in [ceil(-offset/stride), floor((in-1-offset)/stride)]
+    const int64_t offset = t * dilation - pad_begin;
+    const int64_t first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+    const int64_t last_excl = in - 1 - offset < 0 ? 0 : (in - 1 - offset) / stride + 1;
+    const int64_t lo = std::min(first, out);
+    w.tap_lo.push_back(lo);
+    w.tap_hi.push_back(std::max(lo, std::min(last_excl, out)));
+  }
   for (int64_t o = 0; o < out; ++o) {
     const int64_t start = o * stride - pad_begin;
     int64_t lo = 0, hi = 0, padded = 0;
@@ -67,10 +82,10 @@ class PoolKernel : public Kernel {
         const float* x = x_ + plane * in_plane;
         float* y = y_ + plane * out_plane;
         int64_t* idx = indices_ ? indices_ + plane * out_plane : nullptr;
-        if (mode_ == Mode::kMax) {
+        if (idx) {
           max_plane(x, y, idx, plane * in_plane);
         } else {
-          average_plane(x, y);
+          rows_plane(x, y);
         }
       }
     });
@@ -108,28 +123,45 @@ class PoolKernel : public Kernel {
     }
   }
 
-  void average_plane(const float* x, float* y) const {
+  // Max or average without indices: for each output row, each kernel tap
+  // updates the whole row (contiguous for stride 1, so it vectorises).
+  void rows_plane(const float* x, float* y) const {
     const AxisWindows &ad = axes_[0], &ah = axes_[1], &aw = axes_[2];
-    const int64_t H = ah.in, W = aw.in;
-    int64_t o = 0;
+    const int64_t H = ah.in, W = aw.in, OW = aw.out, s = aw.stride;
+    const bool is_max = mode_ == Mode::kMax;
     for (int64_t od = 0; od < ad.out; ++od) {
       for (int64_t oh = 0; oh < ah.out; ++oh) {
-        for (int64_t ow = 0; ow < aw.out; ++ow, ++o) {
-          float sum = 0.0f;
-          for (int64_t td = ad.lo[od]; td < ad.hi[od]; ++td) {
-            const int64_t id = ad.start[od] + td * ad.dilation;
-            for (int64_t th = ah.lo[oh]; th < ah.hi[oh]; ++th) {
-              const int64_t ih = ah.start[oh] + th * ah.dilation;
-              const float* row = x + (id * H + ih) * W;
-              for (int64_t tw = aw.lo[ow]; tw < aw.hi[ow]; ++tw) {
-                sum += row[aw.start[ow] + tw * aw.dilation];
+        float* out = y + (od * ah.out + oh) * OW;
+        const float init = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
+        for (int64_t ow = 0; ow < OW; ++ow) out[ow] = init;
+        for (int64_t td = ad.lo[od]; td < ad.hi[od]; ++td) {
+          const int64_t id = ad.start[od] + td * ad.dilation;
+          for (int64_t th = ah.lo[oh]; th < ah.hi[oh]; ++th) {
+            const int64_t ih = ah.start[oh] + th * ah.dilation;
+            const float* row = x + (id * H + ih) * W;
+            for (int64_t tw = 0; tw < aw.kernel; ++tw) {
+              const int64_t lo = aw.tap_lo[tw], hi = aw.tap_hi[tw];
+              const float* src = row + tw * aw.dilation - aw.pad_begin;
+              if (is_max && s == 1) {
+                for (int64_t ow = lo; ow < hi; ++ow) out[ow] = std::max(out[ow], src[ow]);
+              } else if (is_max) {
+                for (int64_t ow = lo; ow < hi; ++ow) out[ow] = std::max(out[ow], src[ow * s]);
+              } else if (s == 1) {
+                for (int64_t ow = lo; ow < hi; ++ow) out[ow] += src[ow];
+              } else {
+                for (int64_t ow = lo; ow < hi; ++ow) out[ow] += src[ow * s];
               }
             }
           }
+        }
+        if (is_max) continue;
+        const int64_t count_dh =
+            include_pad_ ? ad.padded[od] * ah.padded[oh]
+                         : (ad.hi[od] - ad.lo[od]) * (ah.hi[oh] - ah.lo[oh]);
+        for (int64_t ow = 0; ow < OW; ++ow) {
           const int64_t count =
-              include_pad_ ? ad.padded[od] * ah.padded[oh] * aw.padded[ow]
-                           : (ad.hi[od] - ad.lo[od]) * (ah.hi[oh] - ah.lo[oh]) * (aw.hi[ow] - aw.lo[ow]);
-          y[o] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
+              count_dh * (include_pad_ ? aw.padded[ow] : aw.hi[ow] - aw.lo[ow]);
+          out[ow] = count > 0 ? out[ow] / static_cast<float>(count) : 0.0f;
         }
       }
     }
