@@ -17,6 +17,9 @@
 namespace kite::cpu {
 namespace {
 
+// More worker threads than this is a mistake, not a machine.
+constexpr int kMaxThreads = 1024;
+
 struct Backend {
   explicit Backend(int threads) : pool(threads) {}
   ThreadPool pool;
@@ -105,9 +108,10 @@ kite_status cpu_create(const kite_backend_options* options, void** out_backend, 
     const std::string table_error = validate_kernel_table();
     if (!table_error.empty()) return fail(err, err_size, KITE_ERROR_INTERNAL, table_error);
     const int threads = options ? options->threads : 0;
-    if (threads < 0) {
+    if (threads < 0 || threads > kMaxThreads) {
       return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT,
-                  "threads is " + std::to_string(threads) + ", expected >= 0");
+                  "threads is " + std::to_string(threads) + ", expected 0 (one per core) to " +
+                      std::to_string(kMaxThreads));
     }
     *out_backend = new Backend(threads);
     return KITE_OK;

@@ -8,17 +8,28 @@ ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 1;
   workers_.reserve(static_cast<size_t>(threads - 1));
-  for (int i = 0; i < threads - 1; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  try {
+    for (int i = 0; i < threads - 1; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  } catch (...) {
+    // No destructor runs for a constructor that throws: stop and join the
+    // workers started so far (a joinable std::thread would terminate).
+    shutdown();
+    throw;
+  }
 }
 
-ThreadPool::~ThreadPool() {
+void ThreadPool::shutdown() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
   work_cv_.notify_all();
-  for (std::thread& t : workers_) t.join();
+  for (std::thread& t : workers_) {
+    if (t.joinable()) t.join();
+  }
 }
+
+ThreadPool::~ThreadPool() { shutdown(); }
 
 void ThreadPool::run_chunks(int64_t n, int64_t min_chunk, void* ctx, Trampoline fn) {
   if (n <= 0) return;

@@ -37,6 +37,7 @@ class ThreadPool {
   using Trampoline = void (*)(void*, int64_t, int64_t);
   void run_chunks(int64_t n, int64_t min_chunk, void* ctx, Trampoline fn);
   void worker_loop(int index);
+  void shutdown();  // stops and joins the workers
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;

@@ -467,6 +467,9 @@ TEST(CpuBackend, CreateRejectsNegativeThreads) {
   char err[128] = "";
   EXPECT_EQ(api->create(&options, &b, err, sizeof(err)), KITE_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(err).find("threads"), std::string::npos);
+  options.threads = 1 << 20;  // refused before any thread starts
+  EXPECT_EQ(api->create(&options, &b, err, sizeof(err)), KITE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err).find("1048576"), std::string::npos) << err;
   // Default options (NULL) pick the number of cores.
   ASSERT_EQ(api->create(nullptr, &b, err, sizeof(err)), KITE_OK) << err;
   api->destroy(b);
