@@ -87,9 +87,12 @@ std::string unsupported_reason(const kite_backend_node& node, Accepted* out) {
 // Present tensors must have data for their bytes; the kernels rely on it.
 std::string check_tensor_memory(const kite_backend_tensor* t, const char* kind) {
   if (!t) return "";
+  const std::string name = t->name ? t->name : "";
+  if (t->rank < 0 || t->rank > KITE_MAX_RANK || (t->rank > 0 && !t->shape)) {
+    return std::string(kind) + " '" + name + "' has an invalid rank or no shape";
+  }
   std::vector<int64_t> shape(t->shape, t->shape + t->rank);
   uint64_t bytes = 0;
-  const std::string name = t->name ? t->name : "";
   if (!kite::ops::checked_byte_size(t->dtype, shape, &bytes)) {
     return std::string(kind) + " '" + name + "' has an invalid dtype or shape";
   }
