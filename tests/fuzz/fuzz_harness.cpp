@@ -6,8 +6,11 @@
 
 #include "kite/converter/convert.h"
 #include "kite/kite.h"
+#include "memory/budget.h"
 #include "memory/planner.h"
 #include "onnx/onnx_import.h"
+#include "passes/pass.h"
+#include "src/const_eval.h"
 #include "src/infer_shapes.h"
 #include "writer/kite_writer.h"
 
@@ -82,23 +85,44 @@ int run_loader_input(const uint8_t* data, size_t size) {
 }
 
 int run_onnx_input(const uint8_t* data, size_t size) {
+  // What kite::converter::convert_onnx_file does, on bytes: import, shape
+  // inference, the CPU-support check, the optimizer, outputs materialized,
+  // (for some inputs) a memory budget, the memory plan; then the plan's proof,
+  // the writer, and the loader on what the writer wrote.
   using namespace kite::converter;
   ir::Model model;
   std::string err;
   ImportOptions options;
-  if (!import_onnx_bytes(data, size, options, &model, &err)) {
+  if (!import_onnx_bytes(data, size, options, &model, &err) || !infer_shapes(&model, &err) ||
+      !check_cpu_support(model, &err)) {
     check(!err.empty());
     return 0;
   }
-  if (!infer_shapes(&model, &err)) {
+  passes::PipelineOptions pipeline;
+  passes::PipelineReport optimized;
+  if (!passes::run_pipeline(&model, pipeline, &optimized, &err)) {
     check(!err.empty());
     return 0;
   }
   materialize_outputs(&model);
-  if (!kite::memory::plan_memory(&model, 256, &err)) {
+  kite::memory::PlanOptions plan_options;
+  // One bit of the input picks the aliasing planner or not, another a budget.
+  const uint8_t knobs = size > 0 ? data[size / 2] : 0;
+  plan_options.allow_aliasing = (knobs & 1) == 0;
+  if ((knobs & 6) == 6) {
+    kite::memory::BudgetReport budget;
+    if (!kite::memory::apply_memory_budget(&model, 4096, plan_options, &budget, &err)) {
+      check(!err.empty());
+      return 0;
+    }
+  }
+  kite::memory::PlanStats stats;
+  if (!kite::memory::plan_memory(&model, plan_options, &stats, &err)) {
     check(!err.empty());
     return 0;
   }
+  // The planner's own proof: no two live tensors share bytes.
+  check(kite::memory::check_plan(model).empty());
   std::vector<uint8_t> bytes;
   if (!kite::writer::serialize(model, &bytes, &err)) {
     check(!err.empty());

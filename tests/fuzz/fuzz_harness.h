@@ -22,8 +22,10 @@ constexpr uint64_t kLoaderMemoryLimit = 4ull << 20;
 // Returns 0; a bug shows up as a sanitizer report or a trap.
 int run_loader_input(const uint8_t* data, size_t size);
 
-// ONNX bytes: import_onnx_bytes, infer_shapes, materialize_outputs,
-// plan_memory, writer::serialize, and the written file loaded back.
+// ONNX bytes through convert_onnx_file's steps: import_onnx_bytes,
+// infer_shapes, check_cpu_support, the optimizer pipeline (-O2),
+// materialize_outputs, an optional memory budget, plan_memory (aliasing on or
+// off), check_plan, writer::serialize, and the written file loaded back.
 int run_onnx_input(const uint8_t* data, size_t size);
 
 }  // namespace kite::fuzz
