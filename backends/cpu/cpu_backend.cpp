@@ -21,6 +21,7 @@ namespace {
 constexpr int kMaxThreads = 1024;
 
 struct Backend {
+  Workspace workspace;  // scratch shared by this instance's kernels
   explicit Backend(int threads) : pool(threads) {}
   ThreadPool pool;
 };
@@ -181,6 +182,7 @@ kite_status cpu_prepare(void* backend, const kite_backend_node* node, void** out
     }
     Backend* b = static_cast<Backend*>(backend);
     KernelArgs args{node, &op, b->pool.size()};
+    args.workspace = &b->workspace;
     std::string prepare_err;
     const PrepareFn prepare = accepted.fused ? accepted.fused->prepare : accepted.primitive->prepare;
     std::unique_ptr<Kernel> kernel = prepare(args, &prepare_err);

@@ -27,10 +27,30 @@ class Kernel {
 
 // What prepare gets: the ABI node (data pointers, valid until release) and
 // the same node as a kite::ops::OpNode (names, shapes, attributes).
+// Scratch memory shared by the kernels of one backend instance. Kernels run
+// one at a time, so each reserves at prepare the most it needs and asks for
+// the pointer at run (a later node's prepare may have moved it). One shared
+// buffer instead of one per kernel keeps e.g. im2col scratch at the largest
+// Conv's size instead of the sum over all Convs.
+class Workspace {
+ public:
+  void reserve(size_t floats) {
+    if (floats > buffer_.size()) buffer_.resize(floats);
+  }
+  float* data() { return buffer_.data(); }
+  size_t size() const { return buffer_.size(); }
+
+ private:
+  std::vector<float> buffer_;
+};
+
 struct KernelArgs {
   const kite_backend_node* node;
   const kite::ops::OpNode* op;
   int threads = 1;  // size of the pool that run will get (for per-thread scratch)
+  // The backend's shared scratch; null when a kernel is built outside a
+  // backend instance (inside a fused kernel): it then keeps its own.
+  Workspace* workspace = nullptr;
 
   void* input_data(int i) const { return node->inputs[i] ? node->inputs[i]->data : nullptr; }
   void* output_data(int i) const { return node->outputs[i]->data; }

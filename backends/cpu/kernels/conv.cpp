@@ -110,7 +110,7 @@ class ConvKernel : public Kernel {
     }
     packed_w_.resize(static_cast<size_t>(g_.group * sgemm::packed_a_floats(mg_, k_)));
     if (w_constant_) pack_weights(nullptr);
-    col_.resize(static_cast<size_t>(g_.group * sgemm::packed_b_floats(k_, pixels_)));
+    workspace()->reserve(static_cast<size_t>(g_.group * sgemm::packed_b_floats(k_, pixels_)));
     if (!pointwise_) {
       // Each panel of kNR output pixels as runs of pixels in one output row,
       // with the input position of the first pixel's window corner.
@@ -149,14 +149,14 @@ class ConvKernel : public Kernel {
       if (pointwise_) {
         for (int64_t g = 0; g < g_.group; ++g) {
           sgemm::pack_b(xn + g * cg_ * in_plane, in_plane, 1, k_, pixels_,
-                        col_.data() + g * col_group, &pool);
+                        col() + g * col_group, &pool);
         }
       } else {
         im2col(xn, pool);
       }
       auto gemm_group = [&](int64_t g, ThreadPool* p) {
         sgemm::gemm_packed(mg_, pixels_, k_, packed_w_.data() + g * w_group,
-                           col_.data() + g * col_group, yn + g * mg_ * pixels_, pixels_,
+                           col() + g * col_group, yn + g * mg_ * pixels_, pixels_,
                            bias_ ? bias_ + g * mg_ : nullptr, false, p);
       };
       if (g_.group >= pool.size() && g_.group > 1) {
@@ -192,7 +192,7 @@ class ConvKernel : public Kernel {
         const int64_t g = t / panels;
         const int64_t jp = t % panels;
         const float* xg = xn + g * cg_ * in_plane;
-        float* dst = col_.data() + g * col_group + jp * k_ * nr;
+        float* dst = col() + g * col_group + jp * k_ * nr;
         const Run* run_begin = runs_.data() + panel_runs_[jp];
         const Run* run_end = runs_.data() + panel_runs_[jp + 1];
         // Columns past the last pixel stay zero from prepare. Row p of the
@@ -295,7 +295,14 @@ class ConvKernel : public Kernel {
   int64_t cg_ = 0, mg_ = 0, k_ = 0, pixels_ = 0;
   bool direct_ = false, pointwise_ = false;
   std::vector<float> packed_w_;
-  std::vector<float> col_;
+  mutable Workspace own_workspace_;
+
+ public:
+  Workspace* shared_workspace = nullptr;  // the backend's, when built by one
+
+ private:
+  Workspace* workspace() const { return shared_workspace ? shared_workspace : &own_workspace_; }
+  float* col() const { return workspace()->data(); }
   struct Run {
     int64_t col;      // first column inside the panel
     int64_t count;    // pixels, all in one output row
@@ -323,8 +330,8 @@ class ConvTransposeKernel : public Kernel {
   void prepare() {
     packed_w_.resize(static_cast<size_t>(g_.group * sgemm::packed_a_floats(mg_ * kk_, cg_)));
     if (w_constant_) pack_weights(nullptr);
-    packed_x_.resize(static_cast<size_t>(sgemm::packed_b_floats(cg_, in_pixels_)));
-    col_.resize(static_cast<size_t>(mg_ * kk_ * in_pixels_));
+    packed_x_floats_ = static_cast<size_t>(sgemm::packed_b_floats(cg_, in_pixels_));
+    workspace()->reserve(packed_x_floats_ + static_cast<size_t>(mg_ * kk_ * in_pixels_));
   }
 
   void run(ThreadPool& pool) override {
@@ -335,9 +342,9 @@ class ConvTransposeKernel : public Kernel {
       for (int64_t g = 0; g < g_.group; ++g) {
         const float* xg = x_ + (n * channels_ + g * cg_) * in_pixels_;
         float* yg = y_ + (n * out_channels_ + g * mg_) * out_pixels_;
-        sgemm::pack_b(xg, in_pixels_, 1, cg_, in_pixels_, packed_x_.data(), &pool);
+        sgemm::pack_b(xg, in_pixels_, 1, cg_, in_pixels_, packed_x(), &pool);
         sgemm::gemm_packed(mg_ * kk_, in_pixels_, cg_, packed_w_.data() + g * w_group,
-                           packed_x_.data(), col_.data(), in_pixels_, nullptr, false, &pool);
+                           packed_x(), col(), in_pixels_, nullptr, false, &pool);
         const float* bias = bias_ ? bias_ + g * mg_ : nullptr;
         pool.parallel_for(mg_, 1, [&](int64_t begin, int64_t end) {
           for (int64_t m = begin; m < end; ++m) col2im(m, bias, yg + m * out_pixels_);
@@ -366,7 +373,7 @@ class ConvTransposeKernel : public Kernel {
     for (int64_t kd = 0; kd < g_.kernel[0]; ++kd) {
       for (int64_t kh = 0; kh < g_.kernel[1]; ++kh) {
         for (int64_t kw = 0; kw < g_.kernel[2]; ++kw, ++tap) {
-          const float* src = col_.data() + (m * kk_ + tap) * in_pixels_;
+          const float* src = col() + (m * kk_ + tap) * in_pixels_;
           const int64_t off_w = kw * g_.dilation[2] - g_.pad[2];
           for (int64_t id = 0; id < D; ++id) {
             const int64_t od = id * g_.stride[0] - g_.pad[0] + kd * g_.dilation[0];
@@ -396,8 +403,16 @@ class ConvTransposeKernel : public Kernel {
   bool w_constant_;
   int64_t cg_ = 0, mg_ = 0, kk_ = 0, in_pixels_ = 0, out_pixels_ = 0;
   std::vector<float> packed_w_;
-  std::vector<float> packed_x_;
-  std::vector<float> col_;
+  size_t packed_x_floats_ = 0;
+  mutable Workspace own_workspace_;
+
+ public:
+  Workspace* shared_workspace = nullptr;  // the backend's, when built by one
+
+ private:
+  Workspace* workspace() const { return shared_workspace ? shared_workspace : &own_workspace_; }
+  float* packed_x() const { return workspace()->data(); }
+  float* col() const { return workspace()->data() + packed_x_floats_; }
 };
 
 // Shared prepare steps: geometry, and the output shape it implies.
@@ -443,6 +458,7 @@ std::unique_ptr<Kernel> prepare_conv(const KernelArgs& args, std::string* err) {
       g, x[0], x[1], w[0], static_cast<const float*>(args.input_data(0)),
       static_cast<const float*>(args.input_data(1)), bias,
       static_cast<float*>(args.output_data(0)), args.node->inputs[1]->is_constant != 0);
+  kernel->shared_workspace = args.workspace;
   kernel->prepare();
   return kernel;
 }
@@ -465,6 +481,7 @@ std::unique_ptr<Kernel> prepare_conv_transpose(const KernelArgs& args, std::stri
       g, x[0], x[1], w[1] * g.group, static_cast<const float*>(args.input_data(0)),
       static_cast<const float*>(args.input_data(1)), bias,
       static_cast<float*>(args.output_data(0)), args.node->inputs[1]->is_constant != 0);
+  kernel->shared_workspace = args.workspace;
   kernel->prepare();
   return kernel;
 }

@@ -216,7 +216,8 @@ SubNode::SubNode(const kite_backend_node& fused, const char* op_type,
   node_.attrs = attrs_.data();
 }
 
-std::unique_ptr<Kernel> SubNode::prepare(PrepareFn fn, int threads, std::string* err) {
+std::unique_ptr<Kernel> SubNode::prepare(PrepareFn fn, int threads, std::string* err,
+                                         Workspace* workspace) {
   if (outputs_[0] == nullptr) {
     if (err) *err = op_type_ + ": the fused node lacks the output";
     return nullptr;
@@ -226,6 +227,7 @@ std::unique_ptr<Kernel> SubNode::prepare(PrepareFn fn, int threads, std::string*
     return nullptr;
   }
   KernelArgs args{&node_, &op_, threads};
+  args.workspace = workspace;
   return fn(args, err);
 }
 

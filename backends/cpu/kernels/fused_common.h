@@ -60,7 +60,10 @@ class SubNode {
   SubNode& operator=(const SubNode&) = delete;
   // Validates the primitive node like the backend does (kite::ops rules,
   // declared output) and prepares its kernel with fn.
-  std::unique_ptr<Kernel> prepare(PrepareFn fn, int threads, std::string* err);
+  // workspace: the backend's shared scratch, handed on to the inner kernel
+  // (it runs alone, inside this fused kernel's run).
+  std::unique_ptr<Kernel> prepare(PrepareFn fn, int threads, std::string* err,
+                                  Workspace* workspace = nullptr);
 
  private:
   std::string op_type_;
