@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 # Python: the default python3 (numpy from pip) - only numpy is needed.
 """Every model through the configurable test backend (tests/backend) in each
-configuration must give the CPU backend's outputs bit for bit: the same CPU
-kernels run on the same values, whether fused, decomposed, on the "device"
-side of transfers or falling back to the CPU. Runs use one thread so that no
-kernel's work split can differ between runs.
+configuration must give the CPU backend's outputs. Where the same kernels
+run (all accepted, an op falling back to the CPU, the "device" side of
+transfers) they must match bit for bit: same kernels, same values, same
+order (runs use one thread so no work split can differ). Where fused nodes
+run as their bodies, a fused kernel (LayerNorm, GELU, attention) sums in a
+different order than its primitive ops, so those configurations must match
+within 1e-4 x max|reference|, the bound the model set meets against
+onnxruntime (float32 reassociation over a few hundred terms is ~1e-6
+relative; 1e-4 leaves room and still catches any wrong op).
 
 Also checks that with fused nodes declined, `kite-run --placement` shows
 them decomposed, and that strict mode refuses the fallback naming a node.
@@ -80,7 +85,13 @@ def main():
                 verdict(False, label, p.stderr.strip())
                 continue
             got = outputs(out_dir)
-            bad = [k for k in ref if k not in got or not np.array_equal(ref[k], got[k], equal_nan=True)]
+            if "decline-fused" in cfg:
+                def close(a, b):
+                    return a.shape == b.shape and float(np.max(np.abs(a.astype(np.float64) - b), initial=0.0)) <= \
+                        1e-4 * float(np.max(np.abs(a), initial=0.0))
+                bad = [k for k in ref if k not in got or not close(ref[k], got[k])]
+            else:
+                bad = [k for k in ref if k not in got or not np.array_equal(ref[k], got[k], equal_nan=True)]
             summary = re.search(r"^placement: .*$", p.stdout, re.M)
             detail = summary.group(0) if summary else ""
             if bad:
