@@ -318,7 +318,24 @@ struct Aliases {
   std::vector<int> parent;
   std::vector<int> first, last;  // per representative
   std::vector<bool> has_input;
-  int inplace = 0, views = 0;
+  int inplace = 0, views = 0, concat_parts = 0;
+  // Concat views: a group whose bytes are a slice of another group's buffer
+  // (an input of a Concat written straight into the output). Per
+  // representative: the parent representative (-1 if none) and the byte
+  // offset inside it.
+  std::vector<int> slice_parent;
+  std::vector<uint64_t> slice_offset;
+
+  // The representative owning the buffer, and the offset of rep's slice in it.
+  int root(int rep, uint64_t* offset) const {
+    uint64_t off = 0;
+    while (slice_parent[static_cast<size_t>(rep)] >= 0) {
+      off += slice_offset[static_cast<size_t>(rep)];
+      rep = slice_parent[static_cast<size_t>(rep)];
+    }
+    if (offset) *offset = off;
+    return rep;
+  }
 
   int find(int t) {
     while (parent[static_cast<size_t>(t)] != t) {
@@ -341,9 +358,12 @@ struct Aliases {
 // legal aliases the plan put at the same offset (checking).
 Aliases find_aliases(const ir::Model& model, const std::vector<int>& first,
                      const std::vector<int>& last, bool allow,
-                     const std::vector<uint64_t>* offsets) {
+                     const std::vector<uint64_t>* offsets, uint64_t alignment,
+                     bool concat_views) {
   const size_t n = model.tensors.size();
   Aliases a;
+  a.slice_parent.assign(n, -1);
+  a.slice_offset.assign(n, 0);
   a.parent.resize(n);
   a.first = first;
   a.last = last;
@@ -397,6 +417,63 @@ Aliases find_aliases(const ir::Model& model, const std::vector<int>& first,
       }
     }
   }
+  // Concat views, after every in-place and view decision: when everything
+  // before the axis has size 1, each input is one contiguous slice of the
+  // output, so its producer can write straight there and the Concat copies
+  // nothing. Each input's group must die at the Concat (nothing may write
+  // the output's bytes while an input is still read elsewhere).
+  for (size_t i = 0; i < nodes.size() && concat_views; ++i) {
+    const ir::Node& node = nodes[i];
+    if (node.op != "Concat" || !node.domain.empty() || !node.body.empty() ||
+        node.outputs.size() != 1) {
+      continue;
+    }
+    const int step = node_step[i];
+    const int y = node.outputs[0];
+    const ir::Tensor& ty = model.tensors[static_cast<size_t>(y)];
+    const ir::Attr* axis_attr = node.find_attr("axis");
+    int64_t axis = axis_attr ? axis_attr->i : 0;
+    const int64_t rank = static_cast<int64_t>(ty.shape.size());
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank || ty.is_constant()) continue;
+    bool outer_one = true;
+    for (int64_t d = 0; d < axis; ++d) outer_one = outer_one && ty.shape[static_cast<size_t>(d)] == 1;
+    const int ry = a.find(y);
+    if (!outer_one || a.slice_parent[static_cast<size_t>(ry)] >= 0) continue;
+    std::vector<int> reps;
+    std::vector<uint64_t> rel;
+    uint64_t cursor = 0;
+    bool ok = true;
+    for (int in : node.inputs) {
+      if (in < 0) {
+        ok = false;
+        break;
+      }
+      const ir::Tensor& ti = model.tensors[static_cast<size_t>(in)];
+      const int r = a.find(in);
+      const bool fresh = std::find(reps.begin(), reps.end(), r) == reps.end();
+      if (ti.is_constant() || first[static_cast<size_t>(in)] < 0 || ti.dtype != ty.dtype || !fresh ||
+          r == ry || a.has_input[static_cast<size_t>(r)] || a.slice_parent[static_cast<size_t>(r)] >= 0 ||
+          a.last[static_cast<size_t>(r)] != step ||
+          (offsets != nullptr && (*offsets)[static_cast<size_t>(in)] != (*offsets)[static_cast<size_t>(y)] + cursor)) {
+        ok = false;
+        break;
+      }
+      if (cursor % alignment != 0) {  // every tensor keeps the plan's alignment
+        ok = false;
+        break;
+      }
+      reps.push_back(r);
+      rel.push_back(cursor);
+      cursor += ti.byte_size();
+    }
+    if (!ok || cursor != ty.byte_size()) continue;
+    for (size_t k = 0; k < reps.size(); ++k) {
+      a.slice_parent[static_cast<size_t>(reps[k])] = ry;
+      a.slice_offset[static_cast<size_t>(reps[k])] = rel[k];
+    }
+    ++a.concat_parts;
+  }
   return a;
 }
 
@@ -405,39 +482,51 @@ struct PlanResult {
   std::vector<uint64_t> offsets;  // per tensor
   uint64_t lower_bound = 0;
   uint64_t naive = 0;
-  int inplace = 0, views = 0;
+  int inplace = 0, views = 0, concat_parts = 0;
 };
 
 PlanResult plan_once(const ir::Model& model, uint64_t alignment, bool allow_aliasing,
-                     std::string* problem) {
+                     bool concat_views, std::string* problem) {
   const size_t n = model.tensors.size();
   std::vector<int> first, last;
   build_lifetimes(model, &first, &last);
-  Aliases aliases = find_aliases(model, first, last, allow_aliasing, nullptr);
+  Aliases aliases = find_aliases(model, first, last, allow_aliasing, nullptr, alignment,
+                                 allow_aliasing && concat_views);
   ArenaPlanner planner(alignment);
   std::vector<int> buffer_of_rep(n, -1);
   PlanResult r;
   r.inplace = aliases.inplace;
   r.views = aliases.views;
+  // One buffer per root group; a Concat's input groups live inside it, so
+  // the root's lifetime covers theirs.
+  std::vector<int> root_first(n, -1), root_last(n, -1);
+  std::vector<uint64_t> root_size(n, 0);
   for (size_t t = 0; t < n; ++t) {
     const ir::Tensor& tensor = model.tensors[t];
     if (tensor.is_constant() || first[t] < 0) continue;
     r.naive += tensor.byte_size();
-    const int rep = aliases.find(static_cast<int>(t));
-    if (buffer_of_rep[static_cast<size_t>(rep)] < 0) {
-      buffer_of_rep[static_cast<size_t>(rep)] =
-          planner.add_buffer(tensor.byte_size(), aliases.first[static_cast<size_t>(rep)],
-                             aliases.last[static_cast<size_t>(rep)]);
+    uint64_t off = 0;
+    const int root = aliases.root(aliases.find(static_cast<int>(t)), &off);
+    const size_t ri = static_cast<size_t>(root);
+    root_first[ri] = root_first[ri] < 0 ? first[t] : std::min(root_first[ri], first[t]);
+    root_last[ri] = std::max(root_last[ri], last[t]);
+    root_size[ri] = std::max(root_size[ri], off + tensor.byte_size());
+  }
+  for (size_t t = 0; t < n; ++t) {
+    if (root_first[t] >= 0) {
+      buffer_of_rep[t] = planner.add_buffer(root_size[t], root_first[t], root_last[t]);
     }
   }
+  r.concat_parts = aliases.concat_parts;
   r.placement = planner.best();
   *problem = planner.check(r.placement);
   r.lower_bound = planner.lower_bound();
   r.offsets.assign(n, 0);
   for (size_t t = 0; t < n; ++t) {
     if (model.tensors[t].is_constant() || first[t] < 0) continue;
-    const int rep = aliases.find(static_cast<int>(t));
-    r.offsets[t] = r.placement.offsets[static_cast<size_t>(buffer_of_rep[static_cast<size_t>(rep)])];
+    uint64_t off = 0;
+    const int root = aliases.root(aliases.find(static_cast<int>(t)), &off);
+    r.offsets[t] = r.placement.offsets[static_cast<size_t>(buffer_of_rep[static_cast<size_t>(root)])] + off;
   }
   // A tensor no node touches still needs room if it has bytes (e.g. an unused
   // graph input); give it its own range at the end.
@@ -453,17 +542,28 @@ PlanResult plan_once(const ir::Model& model, uint64_t alignment, bool allow_alia
 
 bool plan_memory(ir::Model* model, const PlanOptions& options, PlanStats* stats, std::string* err) {
   std::string problem;
-  const PlanResult plain = plan_once(*model, options.alignment, false, &problem);
+  const PlanResult plain = plan_once(*model, options.alignment, false, false, &problem);
   if (!problem.empty()) {
     *err = "memory plan check failed: " + problem;
     return false;
   }
   PlanResult chosen = plain;
   if (options.allow_aliasing) {
-    chosen = plan_once(*model, options.alignment, true, &problem);
+    chosen = plan_once(*model, options.alignment, true, false, &problem);
     if (!problem.empty()) {
       *err = "memory plan check failed: " + problem;
       return false;
+    }
+    // Writing Concat inputs into the output reserves the output's bytes from
+    // its first input on; keep it only where that lowers the arena.
+    const PlanResult with_concat = plan_once(*model, options.alignment, true, true, &problem);
+    if (!problem.empty()) {
+      *err = "memory plan check failed: " + problem;
+      return false;
+    }
+    if (with_concat.concat_parts > 0 &&
+        with_concat.placement.arena_size < chosen.placement.arena_size) {
+      chosen = with_concat;
     }
   }
   ir::MemoryPlan& plan = model->plan;
@@ -476,6 +576,7 @@ bool plan_memory(ir::Model* model, const PlanOptions& options, PlanStats* stats,
   if (stats != nullptr) {
     stats->inplace_nodes = chosen.inplace;
     stats->view_nodes = chosen.views;
+    stats->concat_nodes = chosen.concat_parts;
     stats->arena_without_aliasing = plain.placement.arena_size;
     stats->lower_bound_without_aliasing = plain.lower_bound;
   }
@@ -503,7 +604,7 @@ std::string check_plan(const ir::Model& model) {
   }
   std::vector<int> first, last;
   build_lifetimes(model, &first, &last);
-  Aliases aliases = find_aliases(model, first, last, true, &plan.offsets);
+  Aliases aliases = find_aliases(model, first, last, true, &plan.offsets, plan.alignment, true);
   struct Range { uint64_t begin, end; int first, last, tensor; };
   std::vector<Range> ranges;
   for (size_t t = 0; t < n; ++t) {
@@ -529,7 +630,7 @@ std::string check_plan(const ir::Model& model) {
       const Range& a = ranges[i];
       const Range& b = ranges[j];
       if (a.first > b.last || b.first > a.last) continue;
-      if (aliases.find(a.tensor) == aliases.find(b.tensor)) continue;
+      if (aliases.root(aliases.find(a.tensor), nullptr) == aliases.root(aliases.find(b.tensor), nullptr)) continue;
       return "tensors '" + model.tensors[static_cast<size_t>(a.tensor)].name + "' and '" +
              model.tensors[static_cast<size_t>(b.tensor)].name +
              "' are live at the same time and share bytes";

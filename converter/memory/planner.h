@@ -68,6 +68,7 @@ struct PlanOptions {
 struct PlanStats {
   int inplace_nodes = 0;       // elementwise nodes writing over a dying input
   int view_nodes = 0;          // reshape-like nodes sharing their input's bytes
+  int concat_nodes = 0;        // Concats whose inputs were written into the output
   uint64_t arena_without_aliasing = 0;
   uint64_t lower_bound_without_aliasing = 0;
 };

@@ -267,8 +267,9 @@ int main(int argc, char** argv) {
                 p.strategy.c_str(), static_cast<unsigned long long>(p.alignment),
                 human_bytes(p.arena_size).c_str(), human_bytes(p.lower_bound).c_str(),
                 human_bytes(p.naive_size).c_str());
-    std::printf("  aliasing: %d in-place nodes, %d views (arena without them %s, lower bound %s)\n",
-                report.memory.inplace_nodes, report.memory.view_nodes,
+    std::printf("  aliasing: %d in-place nodes, %d views, %d concats written in place (arena "
+                "without them %s, lower bound %s)\n",
+                report.memory.inplace_nodes, report.memory.view_nodes, report.memory.concat_nodes,
                 human_bytes(report.memory.arena_without_aliasing).c_str(),
                 human_bytes(report.memory.lower_bound_without_aliasing).c_str());
     if (options.memory_budget > 0) {

@@ -103,6 +103,53 @@ TEST(MemoryPlan, InPlaceOpsAndViewsShareBytes) {
   EXPECT_EQ(run_model(plain, x, true), y);
 }
 
+// y = Concat(x + x, Sigmoid(x)) along channels of a batch-1 tensor: both
+// inputs are contiguous slices of y, so their producers write straight there.
+kite::ir::Model concat_model() {
+  kite::ir::Model m;
+  const int x = m.add_tensor(make_tensor("x", KITE_DTYPE_FLOAT32, {1, 4, 8, 8}, TensorKind::Input));
+  const int a = m.add_tensor(make_tensor("a", KITE_DTYPE_FLOAT32, {1, 4, 8, 8}, TensorKind::Activation));
+  const int b = m.add_tensor(make_tensor("b", KITE_DTYPE_FLOAT32, {1, 4, 8, 8}, TensorKind::Activation));
+  const int y = m.add_tensor(make_tensor("y", KITE_DTYPE_FLOAT32, {1, 8, 8, 8}, TensorKind::Output));
+  kite::ir::Graph g;
+  g.inputs = {x};
+  g.outputs = {y};
+  kite::ir::Node concat = node("concat", "Concat", {a, b}, {y});
+  kite::ir::Attr axis;
+  axis.name = "axis";
+  axis.type = KITE_ATTR_INT;
+  axis.i = 1;
+  concat.attrs = {axis};
+  g.nodes = {node("double", "Add", {x, x}, {a}), node("sigmoid", "Sigmoid", {x}, {b}), concat};
+  m.graphs.push_back(g);
+  return m;
+}
+
+TEST(MemoryPlan, ConcatInputsAreWrittenIntoTheOutput) {
+  kite::ir::Model m = concat_model();
+  kite::memory::PlanStats stats;
+  std::string err;
+  ASSERT_TRUE(kite::memory::plan_memory(&m, kite::memory::PlanOptions(), &stats, &err)) << err;
+  EXPECT_EQ(stats.concat_nodes, 1);
+  EXPECT_EQ(m.plan.offsets[1], m.plan.offsets[3]);           // a: first slice of y
+  EXPECT_EQ(m.plan.offsets[2], m.plan.offsets[3] + 1024u);   // b: second slice
+  EXPECT_EQ(m.plan.arena_size, 3072u);                       // x and y's 2 KiB
+  EXPECT_EQ(stats.arena_without_aliasing, 4096u);
+  EXPECT_EQ(kite::memory::check_plan(m), "");
+  // A slice at the wrong place is caught.
+  kite::ir::Model bad = m;
+  bad.plan.offsets[2] = bad.plan.offsets[3];
+  EXPECT_NE(kite::memory::check_plan(bad).find("share bytes"), std::string::npos);
+
+  std::vector<float> x(256);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 9) - 4.0f;
+  const std::vector<float> y = run_model(m, x, /*poison=*/true);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(y[i], 2.0f * x[i]) << i;
+    EXPECT_NEAR(y[256 + i], 1.0f / (1.0f + std::exp(-x[i])), 1e-6f) << i;  // one exp
+  }
+}
+
 TEST(MemoryPlan, InputIsNotOverwrittenInPlace) {
   kite::ir::Model m;
   const int x = m.add_tensor(make_tensor("x", KITE_DTYPE_FLOAT32, {8}, TensorKind::Input));

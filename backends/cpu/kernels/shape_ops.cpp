@@ -156,10 +156,11 @@ class ConcatKernel : public Kernel {
       for (int64_t t = begin; t < end; ++t) {
         const int64_t o = t / nparts;
         const Part& p = parts_[t % nparts];
-        if (p.block > 0) {
-          std::memcpy(out_ + o * out_block_ + p.offset, p.data + o * p.block,
-                      static_cast<size_t>(p.block));
-        }
+        char* dst = out_ + o * out_block_ + p.offset;
+        const char* src = p.data + o * p.block;
+        // The memory plan may have had the producer write straight into the
+        // output (a Concat view): then there is nothing to copy.
+        if (p.block > 0 && dst != src) std::memcpy(dst, src, static_cast<size_t>(p.block));
       }
     });
   }
