@@ -306,6 +306,9 @@ void build_lifetimes(const ir::Model& model, std::vector<int>* first, std::vecto
     step += lb.node(node, step);
   }
   for (int t : main.outputs) lb.touch(t, step);
+  // Inputs stay intact for the whole run: an application may run again on
+  // the same inputs without setting them again.
+  for (int t : main.inputs) lb.touch(t, step);
   *first = std::move(lb.first);
   *last = std::move(lb.last);
   if (node_step) *node_step = std::move(lb.node_step);
