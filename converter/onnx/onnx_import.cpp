@@ -174,7 +174,36 @@ bool Importer::run(onnx::ModelProto* proto) {
   int main_index = -1;
   std::set<int> outer;
   if (!import_graph(proto->graph(), nullptr, true, "main", &main_index, &outer)) return false;
-  return main_index == 0 || fail("internal error: main graph is not graph 0");
+  if (main_index != 0) return fail("internal error: main graph is not graph 0");
+  // The runtime hands names, ops and attribute strings to applications and
+  // backends as C strings and refuses files where they hold a NUL byte
+  // (sdk/src/verify.cpp): refuse such a model here, with its name.
+  auto nul = [](const std::string& text) { return text.find('\0') != std::string::npos; };
+  for (const ir::Tensor& t : model_->tensors) {
+    if (nul(t.name)) return fail("a tensor name contains a NUL byte");
+  }
+  std::function<bool(const ir::Node&)> node_ok = [&](const ir::Node& n) {
+    if (nul(n.name) || nul(n.op) || nul(n.domain) || nul(n.fused_pattern)) return false;
+    for (const ir::Attr& a : n.attrs) {
+      if (nul(a.name) || nul(a.s)) return false;
+      for (const std::string& str : a.strings) {
+        if (nul(str)) return false;
+      }
+    }
+    for (const ir::Node& b : n.body) {
+      if (!node_ok(b)) return false;
+    }
+    return true;
+  };
+  for (const ir::Graph& g : model_->graphs) {
+    for (const ir::Node& n : g.nodes) {
+      if (!node_ok(n)) {
+        return fail("node '" + std::string(n.name.c_str()) + "' (" + std::string(n.op.c_str()) +
+                    ") has a name, op, domain or attribute string with a NUL byte");
+      }
+    }
+  }
+  return true;
 }
 
 bool Importer::read_opsets(const onnx::ModelProto& proto) {

@@ -48,6 +48,8 @@ class Verifier {
   Status decode_node(const fb::Node& n, const std::string& where, int graph_index,
                      int graph_count, int depth, const Model& model, NodeRec* out);
   Status decode_plan(const fb::Model& m, Model* model);
+  Status check_node_overlap(const Model& model, const NodeRec& node) const;
+  static std::string what_node(const NodeRec& n) { return n.op + " node '" + n.name + "'"; }
 
   const uint8_t* data_;
   uint64_t size_;
@@ -395,6 +397,89 @@ Status Verifier::decode_plan(const fb::Model& m, Model* model) {
                   ") is past the arena's end (" + std::to_string(plan.arena_size) + " bytes)");
     }
     t.arena_offset = off;
+  }
+  for (const GraphRec& g : model->graphs) {
+    for (const NodeRec& node : g.nodes) {
+      Status s = check_node_overlap(*model, node);
+      for (size_t k = 0; s.is_ok() && k < node.body.size(); ++k) {
+        s = check_node_overlap(*model, node.body[k]);
+      }
+      if (!s.is_ok()) return s;
+    }
+  }
+  return Status::ok();
+}
+
+// The arena bytes a kernel writes must not overlap what it reads, except in
+// the forms the converter's planner produces (converter/memory/planner.cpp:
+// is_view_op, is_inplace_op, Concat views), which the kernels handle. Other
+// overlaps would let a hostile plan change a kernel's inputs while it runs:
+// wrong values at best, and an out-of-bounds access when the input holds
+// indices the kernel has already validated (Gather).
+Status Verifier::check_node_overlap(const Model& model, const NodeRec& node) const {
+  struct Range {
+    uint64_t begin, end;
+  };
+  auto range_of = [&](int t, Range* r) {
+    if (t < 0) return false;
+    const TensorRec& rec = model.tensors[static_cast<size_t>(t)];
+    if (rec.is_constant() || rec.byte_size == 0) return false;
+    *r = Range{rec.arena_offset, rec.arena_offset + rec.byte_size};
+    return true;
+  };
+  auto overlap = [](const Range& a, const Range& b) { return a.begin < b.end && b.begin < a.end; };
+  const bool primitive = node.domain.empty() && node.body.empty();
+  const std::string& op = node.op;
+  const bool view = primitive && (op == "Reshape" || op == "Flatten" || op == "Squeeze" ||
+                                  op == "Unsqueeze" || op == "Identity");
+  auto inplace = [&](size_t input_index) {
+    static const char* const kUnary[] = {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Abs", "Neg",
+                                         "Sqrt", "Reciprocal", "Erf", "LeakyRelu", "Elu",
+                                         "HardSigmoid", "HardSwish", "Clip", "Gelu"};
+    static const char* const kBinary[] = {"Add", "Sub", "Mul", "Div"};
+    if (!primitive) return false;
+    for (const char* u : kUnary) {
+      if (op == u && input_index == 0) return true;
+    }
+    for (const char* b : kBinary) {
+      if (op == b && input_index < 2) return true;
+    }
+    return false;
+  };
+  auto fail_overlap = [&](int out, int in, const char* what) {
+    return fail("memory plan: " + what_node(node) + " " + what + " " +
+                tensor_label(model.tensors, out) + " over " + tensor_label(model.tensors, in));
+  };
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    Range ro;
+    if (!range_of(node.outputs[o], &ro)) continue;
+    for (size_t p = o + 1; p < node.outputs.size(); ++p) {
+      Range rp;
+      if (range_of(node.outputs[p], &rp) && overlap(ro, rp)) {
+        return fail_overlap(node.outputs[o], node.outputs[p], "writes output");
+      }
+    }
+    uint64_t concat_cursor = ro.begin;  // where the next Concat input's slice starts
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const int in = node.inputs[k];
+      Range ri;
+      const bool has_range = range_of(in, &ri);
+      if (primitive && op == "Concat" && node.outputs.size() == 1 && in >= 0) {
+        const uint64_t bytes = model.tensors[static_cast<size_t>(in)].byte_size;
+        const bool at_slice = has_range && ri.begin == concat_cursor;
+        concat_cursor += bytes;
+        if (!has_range || at_slice || !overlap(ro, ri)) continue;
+        return fail_overlap(node.outputs[o], in, "places output");
+      }
+      if (!has_range || !overlap(ro, ri)) continue;
+      const TensorRec& to = model.tensors[static_cast<size_t>(node.outputs[o])];
+      const TensorRec& ti = model.tensors[static_cast<size_t>(in)];
+      const bool same_bytes = ri.begin == ro.begin && ri.end == ro.end;
+      const bool ok_view = view && k == 0 && same_bytes;
+      const bool ok_inplace = inplace(k) && same_bytes && node.outputs.size() == 1 &&
+                              ti.dtype == to.dtype && ti.shape == to.shape;
+      if (!ok_view && !ok_inplace) return fail_overlap(node.outputs[o], in, "places output");
+    }
   }
   return Status::ok();
 }
