@@ -60,6 +60,9 @@ ir::Model add_model() {
   return m;
 }
 
+float run_first_output_of(kite_model* model);
+ir::Model add_relu_with_bias(float b);
+
 struct Session {
   kite_model* model = nullptr;
   kite_session* session = nullptr;
@@ -205,6 +208,90 @@ TEST(HostileDims, OnnxNegativeOrOverflowingDimsAreConverterErrors) {
   std::string err;
   EXPECT_FALSE(convert(o.bytes(), &out, &err, options));
   EXPECT_FALSE(err.empty());
+}
+
+// ---- memory plans that overlap a node's inputs and outputs --------------------
+
+// out = Gather(data, idx): data a constant [10], idx an int64 input [4].
+ir::Model gather_model() {
+  ir::Model m;
+  m.source_opset = 13;
+  m.producer = "kite-test";
+  std::vector<float> values(10);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+  const int data = m.add_tensor(kite::test::make_const("data", {10}, values));
+  const int idx = m.add_tensor(
+      kite::test::make_tensor("idx", KITE_DTYPE_INT64, {4}, ir::TensorKind::Input));
+  const int out = m.add_tensor(
+      kite::test::make_tensor("out", KITE_DTYPE_FLOAT32, {4}, ir::TensorKind::Output));
+  ir::Graph g;
+  g.name = "main";
+  g.inputs = {idx};
+  g.outputs = {out};
+  ir::Node n;
+  n.name = "gather0";
+  n.op = "Gather";
+  n.inputs = {data, idx};
+  n.outputs = {out};
+  g.nodes = {n};
+  m.graphs.push_back(g);
+  std::string err;
+  kite::memory::plan_memory(&m, 256, &err);
+  return m;
+}
+
+TEST(HostilePlan, OutputOverIndicesIsInvalidModel) {
+  // Writing the output would change indices the kernel already validated.
+  ir::Model m = gather_model();
+  m.plan.offsets[2] = m.plan.offsets[1];
+  kite_model* model = nullptr;
+  EXPECT_EQ(load(bytes_of(m), &model), KITE_ERROR_INVALID_MODEL);
+  EXPECT_NE(last().find("Gather node 'gather0' places output tensor 2 'out' over tensor 1 'idx'"),
+            std::string::npos)
+      << last();
+  // The planner's own layout loads and runs.
+  Session s;
+  ASSERT_EQ(load(bytes_of(gather_model()), &s.model), KITE_OK) << last();
+  ASSERT_EQ(kite_session_create(s.model, nullptr, &s.session), KITE_OK) << last();
+  const int64_t idx[4] = {9, 0, -1, 3};
+  float out[4];
+  ASSERT_EQ(kite_session_set_input(s.session, 0, idx, sizeof(idx)), KITE_OK);
+  ASSERT_EQ(kite_session_run(s.session), KITE_OK) << last();
+  ASSERT_EQ(kite_session_get_output(s.session, 0, out, sizeof(out)), KITE_OK);
+  EXPECT_EQ(out[0], 9.0f);
+  EXPECT_EQ(out[2], 9.0f);
+  // An index out of range at run time is an error, not a read out of bounds.
+  const int64_t bad[4] = {0, 10, 0, 0};
+  ASSERT_EQ(kite_session_set_input(s.session, 0, bad, sizeof(bad)), KITE_OK);
+  EXPECT_NE(kite_session_run(s.session), KITE_OK);
+  EXPECT_NE(last().find("out of range"), std::string::npos) << last();
+}
+
+TEST(HostilePlan, PartialOverlapIsInvalidButInPlaceAliasIsAccepted) {
+  // y = Relu(x + 1): 'sum' (tensor 2) feeds Relu, whose output is y (3).
+  ir::Model m = add_relu_with_bias(1.0f);
+  const uint64_t base = m.plan.offsets[2];
+  m.plan.arena_size = base + 1024;
+  // y shifted by 256 bytes over a 24-byte sum: disjoint, accepted.
+  m.plan.offsets[3] = base + 256;
+  kite_model* model = nullptr;
+  ASSERT_EQ(load(bytes_of(m), &model), KITE_OK) << last();
+  kite_model_destroy(model);
+  // y on exactly sum's bytes: the in-place Relu the planner makes, accepted.
+  m.plan.offsets[3] = base;
+  ASSERT_EQ(load(bytes_of(m), &model), KITE_OK) << last();
+  EXPECT_EQ(run_first_output_of(model), 2.0f);
+  kite_model_destroy(model);
+  // Add writing sum over its input x (tensor 0) with a different size is not.
+  m.plan.offsets[3] = base + 256;
+  m.tensors[0].shape = {2, 3};
+  m.plan.offsets[0] = base;  // x and sum identical: in-place Add, accepted
+  ASSERT_EQ(load(bytes_of(m), &model), KITE_OK) << last();
+  kite_model_destroy(model);
+  m.tensors[2].shape = {1, 3};  // sum now 12 bytes at x's offset: partial overlap
+  m.tensors[3].shape = {1, 3};
+  EXPECT_EQ(load(bytes_of(m), &model), KITE_ERROR_INVALID_MODEL);
+  EXPECT_NE(last().find("places output"), std::string::npos) << last();
 }
 
 // ---- resource limit ---------------------------------------------------------
@@ -391,6 +478,8 @@ float run_first_output(kite_model* model) {
   return y[0];
 }
 
+float run_first_output_of(kite_model* model) { return run_first_output(model); }
+
 TEST(HostileFile, ReplacingTheFileByRenameDoesNotAffectALoadedModel) {
   const std::string path = temp_path("hostile_replace");
   std::string err;
@@ -449,5 +538,35 @@ TEST(HostileFile, TruncationInPlaceAfterLoadingIsSigbus) {
       died_of_sigbus, "");
   std::remove(path.c_str());
 }
+
+// ---- the sanitizers themselves ------------------------------------------------
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KITE_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KITE_TEST_ASAN 1
+#endif
+#endif
+
+#ifdef KITE_TEST_ASAN
+TEST(HostileSanitizers, LeakDetectionIsOnInTheAsanRun) {
+  // Proves that `ctest --preset asan` would catch a leak: a child process
+  // that leaks must be reported by LeakSanitizer at exit.
+  const char* options = std::getenv("ASAN_OPTIONS");
+  if (options == nullptr || std::string(options).find("detect_leaks=1") == std::string::npos) {
+    GTEST_SKIP() << "ASAN_OPTIONS does not set detect_leaks=1 (the asan test preset does)";
+  }
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto failed = [](int status) { return !(WIFEXITED(status) && WEXITSTATUS(status) == 0); };
+  EXPECT_EXIT(
+      {
+        void* volatile leaked = std::malloc(1234);
+        leaked = nullptr;
+        std::exit(0);
+      },
+      failed, "LeakSanitizer: detected memory leaks");
+}
+#endif
 
 }  // namespace
