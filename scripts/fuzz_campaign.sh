@@ -18,7 +18,12 @@
 # normal test run replays (regression_replay_test); fix the bug, keep the
 # file, commit both. Timeouts and OOMs are reported and left in artifacts/.
 # Exit status: 0 when no target crashed, 1 otherwise, 2 on usage/build errors.
+#
+# On a shared machine other people's cleanups may send SIGTERM/SIGHUP to
+# anything that looks like a fuzzer: the campaign ignores both and restarts a
+# fuzzer so stopped for the time left. Stop a campaign with Ctrl-C (SIGINT).
 set -uo pipefail
+trap '' TERM HUP
 cd "$(dirname "$0")/.."
 root=$PWD
 
@@ -54,6 +59,33 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
+# One target for SECONDS in total. A fuzzer stopped from outside (SIGINT or
+# SIGTERM: "run interrupted") is started again for the time left, so a
+# campaign on a shared machine still gets its full time; each run is one
+# segment-N.log, all appended to fuzz.log.
+run_target() {
+  local t=$1 dir=$work/$1 bin=$2 start now left seg=0
+  start=$(date +%s)
+  : >"$dir/fuzz.log"
+  rm -f "$dir"/segment-*.log "$dir/.stop"
+  trap 'touch "$dir/.stop"' INT
+  while [[ ! -e $dir/.stop ]]; do
+    now=$(date +%s)
+    left=$(( seconds - (now - start) ))
+    [[ $left -ge 5 ]] || break
+    seg=$((seg + 1))
+    # corpus/ is where new inputs go; the committed seeds are read-only input.
+    "$bin" -fork="$jobs" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+      -max_total_time="$left" -timeout=20 -rss_limit_mb=2560 -malloc_limit_mb=2048 \
+      -dict="$root/tests/fuzz/$(dict_of "$t")" -artifact_prefix="$dir/artifacts/" \
+      -print_final_stats=1 \
+      "$dir/corpus" "$root/tests/fuzz/corpus/$t" >"$dir/segment-$seg.log" 2>&1
+    cat "$dir/segment-$seg.log" >>"$dir/fuzz.log"
+    grep -aq "run interrupted" "$dir/segment-$seg.log" || break
+    echo "== $t: stopped from outside after $(( $(date +%s) - now ))s; resuming for the time left"
+  done
+}
+
 declare -A pids
 for t in "${targets[@]}"; do
   dir=$work/$t
@@ -61,34 +93,38 @@ for t in "${targets[@]}"; do
   bin=$build/tests/fuzz/$(binary_of "$t")
   [[ -x $bin ]] || { echo "missing $bin" >&2; exit 2; }
   echo "== $t: $(basename "$bin") for ${seconds}s, $jobs worker(s), log $dir/fuzz.log"
-  # corpus/ is where new inputs go; the committed seeds are read-only input.
-  "$bin" -fork="$jobs" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
-    -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 -malloc_limit_mb=2048 \
-    -dict="$root/tests/fuzz/$(dict_of "$t")" -artifact_prefix="$dir/artifacts/" \
-    -print_final_stats=1 \
-    "$dir/corpus" "$root/tests/fuzz/corpus/$t" >"$dir/fuzz.log" 2>&1 &
+  run_target "$t" "$bin" &
   pids[$t]=$!
 done
 for t in "${targets[@]}"; do wait "${pids[$t]}"; done
 
 status=0
 echo
-printf '%-8s %14s %10s %8s %7s %8s %8s %6s\n' target executions seconds exec/s crashes timeouts ooms corpus
+printf '%-8s %14s %10s %8s %7s %8s %8s %6s %8s\n' target executions seconds exec/s crashes timeouts ooms corpus segments
 for t in "${targets[@]}"; do
   dir=$work/$t
   # Fork mode prints "#<runs>: cov: .. corp: .. exec/s .. oom/timeout/crash: a/b/c time: Ns ..";
-  # without fork it prints "#<runs>\t<EVENT> cov: ..". The last one counts.
-  line=$(grep -aE '^#[0-9]+' "$dir/fuzz.log" | tail -n 1)
-  execs=$(sed -E 's/^#([0-9]+).*/\1/' <<<"$line")
-  secs=$(sed -nE 's/.* time: ([0-9]+)s.*/\1/p' <<<"$line")
-  [[ -n $secs ]] || secs=$seconds
-  execs=${execs:-0}
+  # without fork it prints "#<runs>\t<EVENT> cov: ..". The last one of each
+  # segment counts; segments add up.
+  execs=0
+  secs=0
+  segments=0
+  for log in "$dir"/segment-*.log; do
+    [[ -f $log ]] || continue
+    segments=$((segments + 1))
+    line=$(grep -aE '^#[0-9]+' "$log" | tail -n 1)
+    e=$(sed -E 's/^#([0-9]+).*/\1/' <<<"$line")
+    s=$(sed -nE 's/.* time: ([0-9]+)s.*/\1/p' <<<"$line")
+    execs=$(( execs + ${e:-0} ))
+    secs=$(( secs + ${s:-0} ))
+  done
+  [[ $secs -gt 0 ]] || secs=$seconds
   rate=$(( secs > 0 ? execs / secs : 0 ))
   crashes=$(find "$dir/artifacts" -type f \( -name 'crash-*' -o -name 'leak-*' \) | wc -l)
   timeouts=$(find "$dir/artifacts" -type f -name 'timeout-*' | wc -l)
   ooms=$(find "$dir/artifacts" -type f -name 'oom-*' | wc -l)
   corpus=$(find "$dir/corpus" -type f | wc -l)
-  printf '%-8s %14s %10s %8s %7s %8s %8s %6s\n' "$t" "$execs" "$secs" "$rate" "$crashes" "$timeouts" "$ooms" "$corpus"
+  printf '%-8s %14s %10s %8s %7s %8s %8s %6s %8s\n' "$t" "$execs" "$secs" "$rate" "$crashes" "$timeouts" "$ooms" "$corpus" "$segments"
   if [[ $crashes -gt 0 ]]; then
     status=1
     mkdir -p "tests/regressions/$t"

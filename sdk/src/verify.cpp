@@ -373,9 +373,12 @@ Status Verifier::decode_plan(const fb::Model& m, Model* model) {
   plan.lower_bound = p->lower_bound();
   plan.naive_size = p->naive_size();
   plan.strategy = str(p->strategy());
-  if (plan.alignment == 0 || (plan.alignment & (plan.alignment - 1)) != 0) {
+  // Kernels load and store floats and int64s (and SIMD vectors) at tensor
+  // addresses: every offset must keep at least the 64-byte alignment the
+  // session gives the arena itself.
+  if (plan.alignment < 64 || (plan.alignment & (plan.alignment - 1)) != 0) {
     return fail("memory plan alignment " + std::to_string(plan.alignment) +
-                " is not a power of two");
+                " is not a power of two >= 64");
   }
   const size_t n = model->tensors.size();
   if (!elements_aligned(data_, p->offsets())) return fail("memory plan offsets are misaligned");
