@@ -19,11 +19,11 @@
 # file, commit both. Timeouts and OOMs are reported and left in artifacts/.
 # Exit status: 0 when no target crashed, 1 otherwise, 2 on usage/build errors.
 #
-# On a shared machine other people's cleanups may send SIGTERM/SIGHUP to
-# anything that looks like a fuzzer: the campaign ignores both and restarts a
-# fuzzer so stopped for the time left. Stop a campaign with Ctrl-C (SIGINT).
+# Stopping it (Ctrl-C, or SIGINT/SIGTERM to the fuzzers) ends the campaign
+# early; the summary still counts what ran. KITE_FUZZ_RESUME=1 instead starts
+# a fuzzer stopped from outside again for the time left (for unattended runs
+# on a machine where something else may stop stray processes).
 set -uo pipefail
-trap '' TERM HUP
 cd "$(dirname "$0")/.."
 root=$PWD
 
@@ -59,10 +59,9 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-# One target for SECONDS in total. A fuzzer stopped from outside (SIGINT or
-# SIGTERM: "run interrupted") is started again for the time left, so a
-# campaign on a shared machine still gets its full time; each run is one
-# segment-N.log, all appended to fuzz.log.
+# One target for SECONDS in total. With KITE_FUZZ_RESUME=1 a fuzzer stopped
+# from outside ("run interrupted") is started again for the time left; each
+# run is one segment-N.log, all appended to fuzz.log.
 run_target() {
   local t=$1 dir=$work/$1 bin=$2 start now left seg=0
   start=$(date +%s)
@@ -82,6 +81,10 @@ run_target() {
       "$dir/corpus" "$root/tests/fuzz/corpus/$t" >"$dir/segment-$seg.log" 2>&1
     cat "$dir/segment-$seg.log" >>"$dir/fuzz.log"
     grep -aq "run interrupted" "$dir/segment-$seg.log" || break
+    if [[ ${KITE_FUZZ_RESUME:-0} != 1 ]]; then
+      echo "== $t: stopped from outside after $(( $(date +%s) - now ))s"
+      break
+    fi
     echo "== $t: stopped from outside after $(( $(date +%s) - now ))s; resuming for the time left"
   done
 }

@@ -267,6 +267,17 @@ TEST(HostilePlan, OutputOverIndicesIsInvalidModel) {
   EXPECT_NE(last().find("out of range"), std::string::npos) << last();
 }
 
+TEST(HostilePlan, AlignmentBelow64IsInvalidModel) {
+  // Odd arena offsets would make kernels load and store floats misaligned.
+  for (uint64_t alignment : {uint64_t{1}, uint64_t{4}, uint64_t{32}, uint64_t{96}}) {
+    ir::Model m = kite::test::add_relu_model();
+    m.plan.alignment = alignment;
+    kite_model* model = nullptr;
+    EXPECT_EQ(load(bytes_of(m), &model), KITE_ERROR_INVALID_MODEL) << alignment;
+    EXPECT_NE(last().find("is not a power of two >= 64"), std::string::npos) << last();
+  }
+}
+
 TEST(HostilePlan, PartialOverlapIsInvalidButInPlaceAliasIsAccepted) {
   // y = Relu(x + 1): 'sum' (tensor 2) feeds Relu, whose output is y (3).
   ir::Model m = add_relu_with_bias(1.0f);
