@@ -10,10 +10,16 @@ Steps:
      onnxruntime accuracy computed now (if onnxruntime is importable), plus
      max |Kite logits - onnxruntime logits|.
 
-Exits non-zero if conversion or the run fails, or if Kite's accuracy differs
-from onnxruntime's by more than one sample.
+  4. the same through the Python package when it is importable (`import kite`,
+     installed by `pip install ./python`; scripts/run_demo.sh does that in a venv):
+     kite.convert -> kite.Model -> session.run with the numpy images, whose
+     logits must equal kite-run's exactly (same file, same kernels).
 
-Usage:  scripts/demo.py --bin-dir build/default [--out DIR] [--threads N]
+Exits non-zero if conversion or the run fails, if Kite's accuracy differs
+from onnxruntime's by more than one sample, or if the Python path's logits
+differ from kite-run's.
+
+Usage:  scripts/demo.py --bin-dir build/default [--out DIR] [--threads N] [--require-python]
   --bin-dir is searched for kite-convert and kite-run directly and in the build
   tree's converter/ and apps/kite-run/ subfolders.
 """
@@ -52,6 +58,8 @@ def main():
     ap.add_argument("--bin-dir", required=True, help="folder holding kite-convert and kite-run")
     ap.add_argument("--out", help="output folder (default: a fresh temporary folder)")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--require-python", action="store_true",
+                    help="fail if the kite Python package is not importable")
     args = ap.parse_args()
 
     convert = find_tool(args.bin_dir, "kite-convert")
@@ -103,16 +111,48 @@ def main():
         max_diff = float(np.abs(kite_logits.astype(np.float64) - ort_logits).max())
         max_ref = float(np.abs(ort_logits).max())
 
+    py_correct, py_note, py_diff = None, "", None
+    try:
+        import kite
+    except ImportError as e:
+        if args.require_python:
+            print(f"FAILED: --require-python, but import kite fails: {e}", file=sys.stderr)
+            return 1
+        py_note = "kite package not installed (pip install ./python); skipped"
+    else:
+        print("\n# The same from Python: import kite", flush=True)
+        py_file = os.path.join(out, "digits_cnn_py.kite")
+        print(f">>> report = kite.convert({onnx_path!r}, {py_file!r})")
+        report = kite.convert(onnx_path, py_file)
+        print(f"    fusions {report['fusions']}, kernel launches "
+              f"{report['kernel_launches_before']} -> {report['kernel_launches_after']}, "
+              f"arena {report['memory']['arena_bytes']} bytes")
+        print(f">>> m = kite.Model({py_file!r}); m.inputs")
+        m = kite.Model(py_file)
+        print(f"    {m.inputs}")
+        print(f">>> s = m.session(threads={args.threads}); "
+              f"logits = s.run({{'image': images}})['logits']")
+        s = m.session(threads=args.threads)
+        py_logits = s.run({"image": np.load(images_path)})["logits"]
+        placed = sorted({p["backend"] for p in s.placement()})
+        print(f"    {py_logits.dtype} {py_logits.shape}; nodes on {placed}")
+        py_correct = int((py_logits.argmax(1) == labels).sum())
+        py_diff = float(np.abs(py_logits - kite_logits).max())
+
     def acc(c):
         return f"{c / n:.4f} ({c}/{n})"
 
-    rows = [("Kite", acc(kite_correct)),
+    rows = [("Kite (kite-convert, kite-run)", acc(kite_correct)),
+            (f"Kite (Python, kite {kite.__version__})" if py_correct is not None else "Kite (Python)",
+             acc(py_correct) if py_correct is not None else py_note),
             (ref.get("framework", "PyTorch") + " (reference.json)",
              f"{ref['heldout_accuracy']:.4f} ({round(ref['heldout_accuracy'] * ref['n'])}/{ref['n']})"),
             ("onnxruntime " + (ort.__version__ if ort_correct is not None else ""),
              acc(ort_correct) if ort_correct is not None else ort_note)]
     if max_diff is not None:
         rows.append(("max |Kite - onnxruntime| logits", f"{max_diff:.3g} (max |logit| {max_ref:.3g})"))
+    if py_diff is not None:
+        rows.append(("max |Python - kite-run| logits", f"{py_diff:.3g}"))
     w = max(len(r[0]) for r in rows)
     print()
     print(f"Digits CNN, {n} held-out images")
@@ -122,6 +162,10 @@ def main():
     print("-" * (w + 24))
     print(f"outputs in {out}")
 
+    if py_diff is not None and py_diff != 0:
+        print(f"FAILED: the Python path's logits differ from kite-run's by {py_diff:.3g}",
+              file=sys.stderr)
+        return 1
     if ort_correct is not None and abs(kite_correct - ort_correct) > 1:
         print(f"FAILED: Kite got {kite_correct} right, onnxruntime {ort_correct} "
               f"(more than 1 sample apart)", file=sys.stderr)

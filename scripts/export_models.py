@@ -26,6 +26,7 @@ exclusive), which tests/e2e/compare_with_ort.py uses to draw random inputs.
 """
 import argparse
 import dataclasses
+import inspect
 import os
 import sys
 from typing import Callable, List, Tuple
@@ -167,12 +168,15 @@ def export_one(name, spec, out_dir, opset):
     # Not under torch.no_grad(): with grad enabled (and parameters requiring grad),
     # torch 1.13's MultiheadAttention / TransformerEncoderLayer skip their fused
     # "fast path" kernels, which the ONNX exporter cannot export.
+    # torch >= 2.9 exports with dynamo by default; this script relies on the
+    # TorchScript exporter's behaviour (PRESERVE keeps BatchNormalization).
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(
         model, tuple(args), path,
         input_names=[i.name for i in spec.inputs], output_names=["output"],
         opset_version=opset, do_constant_folding=False,
         # PRESERVE + eval mode: inference-mode export without the Conv+BN fusion.
-        training=torch.onnx.TrainingMode.PRESERVE)
+        training=torch.onnx.TrainingMode.PRESERVE, **legacy)
 
     m = onnx.load(path)
     for inp in spec.inputs:

@@ -1,9 +1,10 @@
 // kite-inspect: prints a .kite model's graph (nodes with op, fused pattern,
 // input and output shapes, arena offsets; fused bodies indented) and the
-// memory plan; --dot FILE writes it as a Graphviz graph. The file is read
-// through the runtime's own loader, so it is verified exactly as an
-// application would load it.
+// memory plan; --dot FILE writes it as a Graphviz graph. It reads the model
+// through the public C API (kite_model_load_file and the introspection calls
+// of kite.h), so the file is verified exactly as an application would load it.
 #include <cerrno>
+#include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -12,15 +13,81 @@
 #include <vector>
 
 #include "kite/kite.h"
-#include "model.h"
 
 namespace {
 
-using kite::rt::GraphRec;
-using kite::rt::Model;
-using kite::rt::NodeRec;
-using kite::rt::TensorKind;
-using kite::rt::TensorRec;
+constexpr int32_t kAttrGraph = 7;  // kite_model_attr.type of a subgraph
+
+// The model as kite.h describes it, read once.
+struct Tensor {
+  kite_model_tensor info{};
+  std::vector<int64_t> shape;
+};
+struct Node {
+  kite_model_node info{};
+  std::vector<kite_model_attr> attrs;
+  std::vector<Node> body;
+};
+struct Graph {
+  kite_model_graph info{};
+  std::vector<Node> nodes;
+};
+struct Model {
+  int32_t format_major = 0, format_minor = 0;
+  int64_t source_opset = 0;
+  std::string producer;
+  std::vector<Tensor> tensors;
+  std::vector<Graph> graphs;
+  kite_model_plan plan{};
+};
+
+bool read_node(const kite_model* m, int32_t g, int32_t n, int32_t b, Node* out) {
+  if (kite_model_get_node(m, g, n, b, &out->info) != KITE_OK) return false;
+  for (int32_t a = 0; a < out->info.num_attrs; ++a) {
+    kite_model_attr attr{};
+    if (kite_model_get_node_attr(m, g, n, b, a, &attr) != KITE_OK) return false;
+    out->attrs.push_back(attr);
+  }
+  if (b >= 0) return true;
+  for (int32_t k = 0; k < out->info.num_body_nodes; ++k) {
+    out->body.emplace_back();
+    if (!read_node(m, g, n, k, &out->body.back())) return false;
+  }
+  return true;
+}
+
+bool read_model(const kite_model* m, Model* out) {
+  if (kite_model_get_format_version(m, &out->format_major, &out->format_minor) != KITE_OK) return false;
+  if (kite_model_get_source_opset(m, &out->source_opset) != KITE_OK) return false;
+  out->producer = kite_model_get_producer(m);
+  if (kite_model_get_plan(m, &out->plan) != KITE_OK) return false;
+  int32_t count = 0;
+  if (kite_model_get_tensor_count(m, &count) != KITE_OK) return false;
+  out->tensors.resize(static_cast<size_t>(count));
+  for (int32_t i = 0; i < count; ++i) {
+    Tensor& t = out->tensors[static_cast<size_t>(i)];
+    if (kite_model_get_tensor(m, i, &t.info) != KITE_OK) return false;
+    t.shape.assign(t.info.shape, t.info.shape + t.info.rank);
+  }
+  if (kite_model_get_graph_count(m, &count) != KITE_OK) return false;
+  out->graphs.resize(static_cast<size_t>(count));
+  for (int32_t g = 0; g < count; ++g) {
+    Graph& graph = out->graphs[static_cast<size_t>(g)];
+    if (kite_model_get_graph(m, g, &graph.info) != KITE_OK) return false;
+    graph.nodes.resize(static_cast<size_t>(graph.info.num_nodes));
+    for (int32_t n = 0; n < graph.info.num_nodes; ++n) {
+      if (!read_node(m, g, n, -1, &graph.nodes[static_cast<size_t>(n)])) return false;
+    }
+  }
+  return true;
+}
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  if (shape.empty()) return "scalar";
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
 
 void usage(std::FILE* f) {
   std::fprintf(f,
@@ -31,7 +98,8 @@ void usage(std::FILE* f) {
                "fused nodes indented, then op counts and the memory plan.\n"
                "  --dot FILE   also write a Graphviz graph (dot -Tsvg FILE > graph.svg)\n"
                "  --no-body    do not list the bodies of fused nodes\n"
-               "  --quiet      print only the summary\n");
+               "  --quiet      print only the summary\n"
+               "  --version    print the version\n");
 }
 
 std::string human_bytes(uint64_t b) {
@@ -42,12 +110,12 @@ std::string human_bytes(uint64_t b) {
   return buf;
 }
 
-const char* kind_name(TensorKind k) {
+const char* kind_name(kite_tensor_kind k) {
   switch (k) {
-    case TensorKind::Input: return "input";
-    case TensorKind::Output: return "output";
-    case TensorKind::Constant: return "const";
-    case TensorKind::Scratch: return "scratch";
+    case KITE_TENSOR_INPUT: return "input";
+    case KITE_TENSOR_OUTPUT: return "output";
+    case KITE_TENSOR_CONSTANT: return "const";
+    case KITE_TENSOR_SCRATCH: return "scratch";
     default: return "";
   }
 }
@@ -55,29 +123,33 @@ const char* kind_name(TensorKind k) {
 // "x f32 1x3x224x224 @0" / "w f32 64x3x7x7 const".
 std::string tensor_text(const Model& m, int t) {
   if (t < 0) return "(absent)";
-  const TensorRec& r = m.tensors[static_cast<size_t>(t)];
-  std::string s = "'" + r.name + "' " + kite_dtype_name(r.dtype) + " " + kite::ops::shape_string(r.shape);
-  if (r.is_constant()) return s + " const";
-  s += " @" + std::to_string(r.arena_offset);
-  const char* kind = kind_name(r.kind);
+  const Tensor& r = m.tensors[static_cast<size_t>(t)];
+  std::string s = "'" + std::string(r.info.name) + "' " + kite_dtype_name(r.info.dtype) + " " + shape_string(r.shape);
+  if (r.info.kind == KITE_TENSOR_CONSTANT) return s + " const";
+  s += " @" + std::to_string(r.info.arena_offset);
+  const char* kind = kind_name(r.info.kind);
   if (kind[0] != '\0') s += std::string(" ") + kind;
   return s;
 }
 
-std::string node_title(const NodeRec& n) {
-  std::string s = (n.domain.empty() ? "" : n.domain + ".") + n.op;
-  if (!n.fused_pattern.empty()) s += " [" + n.fused_pattern + "]";
+std::string node_title(const Node& n) {
+  std::string s = (n.info.domain[0] == '\0' ? "" : std::string(n.info.domain) + ".") + n.info.op;
+  if (n.info.fused_pattern[0] != '\0') s += " [" + std::string(n.info.fused_pattern) + "]";
   return s;
 }
 
-void print_node(const Model& m, const NodeRec& n, const std::string& indent, size_t index,
+void print_node(const Model& m, const Node& n, const std::string& indent, size_t index,
                 bool bodies) {
-  std::printf("%s%3zu  %s  '%s'\n", indent.c_str(), index, node_title(n).c_str(), n.name.c_str());
-  for (int t : n.inputs) std::printf("%s       in  %s\n", indent.c_str(), tensor_text(m, t).c_str());
-  for (int t : n.outputs) std::printf("%s       out %s\n", indent.c_str(), tensor_text(m, t).c_str());
+  std::printf("%s%3zu  %s  '%s'\n", indent.c_str(), index, node_title(n).c_str(), n.info.name);
+  for (int32_t k = 0; k < n.info.num_inputs; ++k) {
+    std::printf("%s       in  %s\n", indent.c_str(), tensor_text(m, n.info.inputs[k]).c_str());
+  }
+  for (int32_t k = 0; k < n.info.num_outputs; ++k) {
+    std::printf("%s       out %s\n", indent.c_str(), tensor_text(m, n.info.outputs[k]).c_str());
+  }
   for (const auto& a : n.attrs) {
-    if (a.type == KITE_ATTR_GRAPH) {
-      std::printf("%s       %s -> graph %lld\n", indent.c_str(), a.name.c_str(), static_cast<long long>(a.i));
+    if (a.type == kAttrGraph) {
+      std::printf("%s       %s -> graph %lld\n", indent.c_str(), a.name, static_cast<long long>(a.i));
     }
   }
   if (!bodies || n.body.empty()) return;
@@ -101,35 +173,39 @@ std::string to_dot(const Model& m) {
   std::string d = "digraph kite {\n  rankdir=TB;\n  node [shape=box, fontname=\"Helvetica\", fontsize=10];\n"
                   "  edge [fontname=\"Helvetica\", fontsize=8];\n";
   for (size_t g = 0; g < m.graphs.size(); ++g) {
-    const GraphRec& graph = m.graphs[g];
+    const Graph& graph = m.graphs[g];
     const std::string prefix = "g" + std::to_string(g) + "_";
     d += "  subgraph cluster_" + std::to_string(g) + " {\n    label=\"graph " + std::to_string(g) + " '" +
-         dot_escape(graph.name) + "'\";\n";
+         dot_escape(graph.info.name) + "'\";\n";
     std::map<int, std::string> producer;
-    for (int t : graph.inputs) {
+    for (int32_t k = 0; k < graph.info.num_inputs; ++k) {
+      const int t = graph.info.inputs[k];
       const std::string id = prefix + "in" + std::to_string(t);
-      d += "    " + id + " [shape=ellipse, label=\"" + dot_escape(m.tensors[static_cast<size_t>(t)].name) + "\"];\n";
+      d += "    " + id + " [shape=ellipse, label=\"" + dot_escape(m.tensors[static_cast<size_t>(t)].info.name) + "\"];\n";
       producer[t] = id;
     }
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
-      const NodeRec& n = graph.nodes[i];
+      const Node& n = graph.nodes[i];
+      const bool fused = n.info.fused_pattern[0] != '\0';
       const std::string id = prefix + "n" + std::to_string(i);
       std::string label = dot_escape(node_title(n));
-      if (!n.fused_pattern.empty()) label += "\\n" + std::to_string(n.body.size()) + " body nodes";
+      if (fused) label += "\\n" + std::to_string(n.body.size()) + " body nodes";
       d += "    " + id + " [label=\"" + label + "\"" +
-           (n.fused_pattern.empty() ? "" : ", style=filled, fillcolor=\"#cfe2ff\"") + "];\n";
-      for (int t : n.inputs) {
-        if (t < 0 || m.tensors[static_cast<size_t>(t)].is_constant()) continue;
+           (fused ? ", style=filled, fillcolor=\"#cfe2ff\"" : "") + "];\n";
+      for (int32_t k = 0; k < n.info.num_inputs; ++k) {
+        const int t = n.info.inputs[k];
+        if (t < 0 || m.tensors[static_cast<size_t>(t)].info.kind == KITE_TENSOR_CONSTANT) continue;
         auto it = producer.find(t);
-        const TensorRec& r = m.tensors[static_cast<size_t>(t)];
         if (it == producer.end()) continue;  // an outer-scope tensor of a branch
-        d += "    " + it->second + " -> " + id + " [label=\"" + kite::ops::shape_string(r.shape) + "\"];\n";
+        d += "    " + it->second + " -> " + id + " [label=\"" + shape_string(m.tensors[static_cast<size_t>(t)].shape) +
+             "\"];\n";
       }
-      for (int t : n.outputs) producer[t] = id;
+      for (int32_t k = 0; k < n.info.num_outputs; ++k) producer[n.info.outputs[k]] = id;
     }
-    for (int t : graph.outputs) {
+    for (int32_t k = 0; k < graph.info.num_outputs; ++k) {
+      const int t = graph.info.outputs[k];
       const std::string id = prefix + "out" + std::to_string(t);
-      d += "    " + id + " [shape=ellipse, label=\"" + dot_escape(m.tensors[static_cast<size_t>(t)].name) + "\"];\n";
+      d += "    " + id + " [shape=ellipse, label=\"" + dot_escape(m.tensors[static_cast<size_t>(t)].info.name) + "\"];\n";
       auto it = producer.find(t);
       if (it != producer.end()) d += "    " + it->second + " -> " + id + ";\n";
     }
@@ -139,8 +215,8 @@ std::string to_dot(const Model& m) {
   for (size_t g = 0; g < m.graphs.size(); ++g) {
     for (size_t i = 0; i < m.graphs[g].nodes.size(); ++i) {
       for (const auto& a : m.graphs[g].nodes[i].attrs) {
-        if (a.type != KITE_ATTR_GRAPH || a.i < 0 || static_cast<size_t>(a.i) >= m.graphs.size()) continue;
-        const GraphRec& branch = m.graphs[static_cast<size_t>(a.i)];
+        if (a.type != kAttrGraph || a.i < 0 || static_cast<size_t>(a.i) >= m.graphs.size()) continue;
+        const Graph& branch = m.graphs[static_cast<size_t>(a.i)];
         if (branch.nodes.empty()) continue;
         d += "  g" + std::to_string(g) + "_n" + std::to_string(i) + " -> g" + std::to_string(a.i) +
              "_n0 [style=dashed, label=\"" + dot_escape(a.name) + "\"];\n";
@@ -160,6 +236,10 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
       usage(stdout);
+      return 0;
+    } else if (a == "--version") {
+      std::printf("kite-inspect %s (format %d.%d)\n", KITE_VERSION_STRING, KITE_FORMAT_MAJOR,
+                  KITE_FORMAT_MINOR);
       return 0;
     } else if (a == "--dot" && i + 1 < argc) {
       dot_path = argv[++i];
@@ -182,42 +262,48 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
-  std::shared_ptr<Model> model;
-  const kite::rt::Status st = Model::load_file(path, &model);
-  if (!st.is_ok()) {
-    std::fprintf(stderr, "kite-inspect: %s\n", st.message().c_str());
+  kite_model* handle = nullptr;
+  const kite_status st = kite_model_load_file(path.c_str(), &handle);
+  if (st != KITE_OK) {
+    std::fprintf(stderr, "kite-inspect: %s\n", kite_last_error());
     return 1;
   }
-  const Model& m = *model;
+  std::unique_ptr<kite_model, decltype(&kite_model_destroy)> owner(handle, &kite_model_destroy);
+  Model model;
+  if (!read_model(handle, &model)) {
+    std::fprintf(stderr, "kite-inspect: %s\n", kite_last_error());
+    return 1;
+  }
+  const Model& m = model;
   std::printf("%s: format %d.%d, producer '%s', source opset %lld\n", path.c_str(), m.format_major,
               m.format_minor, m.producer.c_str(), static_cast<long long>(m.source_opset));
   if (!quiet) {
     for (size_t g = 0; g < m.graphs.size(); ++g) {
-      const GraphRec& graph = m.graphs[g];
-      std::printf("\ngraph %zu '%s': %zu nodes\n", g, graph.name.c_str(), graph.nodes.size());
-      for (int t : graph.inputs) std::printf("  input  %s\n", tensor_text(m, t).c_str());
-      for (int t : graph.outputs) std::printf("  output %s\n", tensor_text(m, t).c_str());
+      const Graph& graph = m.graphs[g];
+      std::printf("\ngraph %zu '%s': %zu nodes\n", g, graph.info.name, graph.nodes.size());
+      for (int32_t k = 0; k < graph.info.num_inputs; ++k) {
+        std::printf("  input  %s\n", tensor_text(m, graph.info.inputs[k]).c_str());
+      }
+      for (int32_t k = 0; k < graph.info.num_outputs; ++k) {
+        std::printf("  output %s\n", tensor_text(m, graph.info.outputs[k]).c_str());
+      }
       for (size_t i = 0; i < graph.nodes.size(); ++i) print_node(m, graph.nodes[i], "  ", i, bodies);
     }
   }
   std::map<std::string, int> ops, patterns;
   size_t body_nodes = 0, fused_nodes = 0;
-  for (const NodeRec& n : m.main_graph().nodes) {
-    ++ops[n.op];
-    if (!n.fused_pattern.empty()) {
-      ++patterns[n.fused_pattern];
+  for (const Node& n : m.graphs.front().nodes) {
+    ++ops[n.info.op];
+    if (n.info.fused_pattern[0] != '\0') {
+      ++patterns[n.info.fused_pattern];
       ++fused_nodes;
     }
     body_nodes += n.body.size();
   }
-  uint64_t weights = 0;
   size_t constants = 0, scratch = 0;
-  for (const TensorRec& t : m.tensors) {
-    if (t.is_constant()) {
-      ++constants;
-      weights += t.byte_size;
-    }
-    if (t.kind == TensorKind::Scratch) ++scratch;
+  for (const Tensor& t : m.tensors) {
+    if (t.info.kind == KITE_TENSOR_CONSTANT) ++constants;
+    if (t.info.kind == KITE_TENSOR_SCRATCH) ++scratch;
   }
   std::string op_text, pattern_text;
   for (const auto& kv : ops) op_text += (op_text.empty() ? "" : ", ") + kv.first + " " + std::to_string(kv.second);
@@ -226,12 +312,13 @@ int main(int argc, char** argv) {
   }
   std::printf("\nsummary: %zu main-graph nodes (%zu fused, %zu body nodes behind them), %zu graphs, "
               "%zu tensors (%zu constants, %zu scratch)\n",
-              m.main_graph().nodes.size(), fused_nodes, body_nodes, m.graphs.size(), m.tensors.size(), constants, scratch);
+              m.graphs.front().nodes.size(), fused_nodes, body_nodes, m.graphs.size(), m.tensors.size(), constants,
+              scratch);
   std::printf("  ops: %s\n", op_text.c_str());
   std::printf("  fused patterns: %s\n", pattern_text.empty() ? "none" : pattern_text.c_str());
-  std::printf("  weights: %s\n", human_bytes(weights).c_str());
+  std::printf("  weights: %s\n", human_bytes(m.plan.weights_bytes).c_str());
   std::printf("  memory plan (%s, %llu-byte aligned): arena %s, lower bound %s, naive %s\n",
-              m.plan.strategy.c_str(), static_cast<unsigned long long>(m.plan.alignment),
+              m.plan.strategy, static_cast<unsigned long long>(m.plan.alignment),
               human_bytes(m.plan.arena_size).c_str(), human_bytes(m.plan.lower_bound).c_str(),
               human_bytes(m.plan.naive_size).c_str());
   if (!dot_path.empty()) {

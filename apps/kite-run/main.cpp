@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <kite/kite.h>
+#include <kite/ops/half.h>
 
 #include "common/npy.h"
 
@@ -47,11 +48,20 @@ constexpr const char kUsage[] =
     "  --iterations N         timed runs; prints latency statistics (default 0)\n"
     "  --seed S               seed for random inputs (default 0)\n"
     "  --backend-path DIRS    colon-separated folders searched first for backend\n"
-    "                         plugins (then KITE_BACKEND_PATH, then libkite's folder)\n"
+    "                         plugins (then KITE_BACKEND_PATH, then libkite's folder\n"
+    "                         and its kite/backends subfolder)\n"
+    "  --backend-option NAME:KEY=VALUE\n"
+    "                         an option for backend NAME (repeatable), e.g.\n"
+    "                         devsim:unified=1 or cpu:threads=2\n"
     "  --strict               fail instead of falling back to another backend\n"
     "  --poison               fill the arena with NaN bytes before each run\n"
-    "  --json FILE            write placement, transfers and latency as JSON\n"
+    "  --json FILE            write placement, transfers, segments, latency (and the\n"
+    "                         profile) as JSON\n"
     "  --placement            print the backend chosen for every node\n"
+    "  --profile              time every node (its backend measures it) over the\n"
+    "                         timed runs (--iterations, default 10 here) and print\n"
+    "                         a table sorted by time, with totals per op and backend\n"
+    "  --version              print the runtime, format and backend ABI versions\n"
     "  --quiet                print only the output summaries and latency\n"
     "  -h, --help             print this help\n"
     "\n"
@@ -72,13 +82,23 @@ struct Options {
   bool strict = false;
   bool poison = false;
   std::string json_path;
+  bool profile = false;
+  bool version = false;
+  std::vector<std::pair<std::string, std::pair<std::string, std::string>>> backend_options;
 };
 
 // What --json writes, gathered while running.
 struct JsonReport {
   std::string placement;  // JSON array
   std::string latency;    // JSON object or "null"
+  std::string profile = "null";   // JSON object or "null"
+  std::string backends;   // JSON array
+  std::string notes;      // JSON array
   int32_t transfers = 0;
+  int32_t segments = 0;
+  int32_t uploads = 0;
+  int32_t downloads = 0;
+  int32_t syncs = 0;
 };
 
 std::string json_string(const char* s) {
@@ -171,41 +191,6 @@ std::string describe(const kite_tensor_info& info) {
          dtype_string(info.dtype);
 }
 
-float half_to_float(uint16_t h) {
-  const uint32_t sign = (h >> 15) & 1u, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-  float magnitude;
-  if (exponent == 0)
-    magnitude = std::ldexp(static_cast<float>(mantissa), -24);
-  else if (exponent == 31)
-    magnitude = mantissa ? NAN : INFINITY;
-  else
-    magnitude = std::ldexp(static_cast<float>(mantissa | 0x400u), static_cast<int>(exponent) - 25);
-  return sign ? -magnitude : magnitude;
-}
-
-// Only for random inputs in [-1, 1): normal numbers, subnormals and zero,
-// rounded to nearest even.
-uint16_t float_to_half(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof(bits));
-  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
-  const float a = std::fabs(f);
-  if (a == 0.0f) return sign;
-  if (a >= 65520.0f) return static_cast<uint16_t>(sign | 0x7c00u);
-  // Scale so that one half-precision ulp at this magnitude is 1, then round.
-  int exponent;
-  std::frexp(a, &exponent);  // a = m * 2^exponent, m in [0.5, 1)
-  const int half_exponent = std::max(exponent - 1, -14);
-  const float scaled = std::ldexp(a, 10 - half_exponent);
-  uint32_t q = static_cast<uint32_t>(std::nearbyint(scaled));  // up to 2048
-  // q counts ulps of 2^(half_exponent - 10); the encoding (biased exponent,
-  // mantissa) is monotonic, so adding handles rounding up into the next binade.
-  uint32_t encoded = (half_exponent == -14 && q < 1024u)
-                         ? q
-                         : (static_cast<uint32_t>(half_exponent + 15) << 10) + (q - 1024u);
-  return static_cast<uint16_t>(sign | encoded);
-}
-
 // Deterministic across platforms: mt19937_64's sequence is fixed by the
 // standard, unlike std::uniform_*_distribution's.
 void fill_random(const kite_tensor_info& info, std::mt19937_64& rng, std::vector<uint8_t>* out) {
@@ -225,7 +210,7 @@ void fill_random(const kite_tensor_info& info, std::mt19937_64& rng, std::vector
         break;
       }
       case KITE_DTYPE_FLOAT16: {
-        const uint16_t v = float_to_half(unit() * 2.0f - 1.0f);
+        const uint16_t v = kite::float_to_half(unit() * 2.0f - 1.0f);
         std::memcpy(p + i * 2, &v, 2);
         break;
       }
@@ -262,7 +247,7 @@ double element_as_double(kite_dtype dtype, const uint8_t* p) {
     case KITE_DTYPE_FLOAT16: {
       uint16_t v;
       std::memcpy(&v, p, 2);
-      return half_to_float(v);
+      return kite::half_to_float(v);
     }
     case KITE_DTYPE_INT64: {
       int64_t v;
@@ -334,12 +319,18 @@ std::string file_stem_for(const std::string& name) {
 // ---- command line ----------------------------------------------------------
 
 // Returns kExitOk to continue, or the exit status to stop with.
-int parse_args(int argc, char** argv, Options* opt, bool* help) {
+int parse_args(int argc, char** argv, Options* opt, bool* help, bool* version) {
   *help = false;
+  *version = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
       *help = true;
+      return kExitOk;
+    }
+    if (arg == "--version") {
+      *version = true;
+      opt->version = true;
       return kExitOk;
     }
     if (arg == "--placement") {
@@ -356,6 +347,10 @@ int parse_args(int argc, char** argv, Options* opt, bool* help) {
     }
     if (arg == "--poison") {
       opt->poison = true;
+      continue;
+    }
+    if (arg == "--profile") {
+      opt->profile = true;
       continue;
     }
     if (arg.size() < 2 || arg.compare(0, 2, "--") != 0) {
@@ -375,7 +370,8 @@ int parse_args(int argc, char** argv, Options* opt, bool* help) {
     } else {
       static const std::set<std::string> kWithValue = {"--input",   "--output-dir", "--backend",
                                                        "--threads", "--warmup",     "--iterations",
-                                                       "--seed", "--backend-path", "--json"};
+                                                       "--seed", "--backend-path", "--json",
+                                                       "--backend-option"};
       if (!kWithValue.count(name)) return usage_error("unknown option '" + arg + "'");
       if (i + 1 >= argc) return usage_error(name + " needs a value");
       value = argv[++i];
@@ -408,6 +404,13 @@ int parse_args(int argc, char** argv, Options* opt, bool* help) {
       if (!parse_int(value.c_str(), 0, INT32_MAX, &n))
         return usage_error("--iterations expects an integer >= 0, got '" + value + "'");
       opt->iterations = n;
+    } else if (name == "--backend-option") {
+      const size_t colon = value.find(':');
+      const size_t eq = value.find('=', colon == std::string::npos ? 0 : colon);
+      if (colon == std::string::npos || colon == 0 || eq == std::string::npos || eq == colon + 1)
+        return usage_error("--backend-option expects NAME:KEY=VALUE, got '" + value + "'");
+      opt->backend_options.push_back(
+          {value.substr(0, colon), {value.substr(colon + 1, eq - colon - 1), value.substr(eq + 1)}});
     } else if (name == "--backend-path") {
       opt->backend_path = value;
     } else if (name == "--json") {
@@ -476,6 +479,133 @@ int print_placement(kite_session* session, bool every_node, bool print, JsonRepo
   if (st != KITE_OK) return kite_error(st, "kite_session_get_transfer_count");
   if (json->transfers > 0) line += ", " + std::to_string(json->transfers) + " transfers per run";
   if (print) std::printf("%s\n", line.c_str());
+  int32_t notes = 0;
+  st = kite_session_get_note_count(session, &notes);
+  if (st != KITE_OK) return kite_error(st, "kite_session_get_note_count");
+  for (int32_t i = 0; i < notes; ++i) {
+    const char* note = kite_session_get_note(session, i);
+    if (print) std::printf("note: %s\n", note);
+    json->notes += std::string(i ? ", " : "") + json_string(note);
+  }
+  return kExitOk;
+}
+
+// Backends of the preference list that are not available: always on
+// stderr (the run falls back), with where the runtime looked.
+int report_backends(kite_session* session, const Options& opt, JsonReport* json) {
+  int32_t count = 0;
+  kite_status st = kite_session_get_backend_count(session, &count);
+  if (st != KITE_OK) return kite_error(st, "kite_session_get_backend_count");
+  for (int32_t i = 0; i < count; ++i) {
+    kite_session_backend b{};
+    b.struct_size = sizeof b;
+    st = kite_session_get_backend(session, i, &b);
+    if (st != KITE_OK) return kite_error(st, "kite_session_get_backend");
+    if (!b.available) {
+      std::fprintf(stderr, "kite-run: warning: backend '%s' is not available, its nodes fall back: %s\n",
+                   b.name, b.reason);
+    } else if (!opt.quiet && b.device_memory) {
+      std::printf("backend %s: %s (device %d%s), arena %" PRIu64 " B, weights %" PRIu64 " B%s, workspace %" PRIu64
+                  " B, %d kernels in %d segments\n",
+                  b.name, b.device_name, b.device_index, b.unified ? ", unified: its arena is the host arena" : "",
+                  b.arena_bytes, b.weights_bytes, b.weights_imported ? " (imported from the file)" : "",
+                  b.workspace_bytes, b.kernels, b.segments);
+    }
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "%s{\"name\": %s, \"available\": %s, \"device\": %s, \"abi_version\": %d, "
+                  "\"device_memory\": %s, \"unified\": %s, \"weights_imported\": %s, \"kernels\": %d, "
+                  "\"segments\": %d, \"weight_uploads\": %d, \"arena_bytes\": %" PRIu64
+                  ", \"weights_bytes\": %" PRIu64 ", \"workspace_bytes\": %" PRIu64 "}",
+                  i ? ",\n    " : "\n    ", json_string(b.name).c_str(), b.available ? "true" : "false",
+                  json_string(b.device_name).c_str(), b.abi_version, b.device_memory ? "true" : "false",
+                  b.unified ? "true" : "false", b.weights_imported ? "true" : "false", b.kernels, b.segments,
+                  b.weight_uploads, b.arena_bytes, b.weights_bytes, b.workspace_bytes);
+    json->backends += buf;
+  }
+  return kExitOk;
+}
+
+// The profile table: nodes sorted by mean time, then totals per op type and
+// per backend.
+int print_profile(kite_session* session, JsonReport* json) {
+  int32_t count = 0;
+  kite_status st = kite_session_get_node_count(session, &count);
+  if (st != KITE_OK) return kite_error(st, "kite_session_get_node_count");
+  struct Row {
+    int32_t index;
+    std::string node, op, backend, how;
+    double ms;
+    bool measured;
+  };
+  std::vector<Row> rows;
+  uint64_t runs = 0;
+  double total = 0.0;
+  for (int32_t i = 0; i < count; ++i) {
+    kite_node_placement p{};
+    kite_node_profile prof{};
+    st = kite_session_get_node_placement(session, i, &p);
+    if (st != KITE_OK) return kite_error(st, "kite_session_get_node_placement");
+    st = kite_session_get_node_profile(session, i, &prof);
+    if (st != KITE_OK) return kite_error(st, "kite_session_get_node_profile");
+    Row r{i, p.node_name ? p.node_name : "", p.op ? p.op : "", p.backend ? p.backend : "",
+          p.decomposed ? "decomposed" : p.fused ? "fused" : "-", static_cast<double>(prof.mean_ns) / 1e6,
+          prof.measured != 0};
+    runs = std::max<uint64_t>(runs, prof.runs);
+    if (r.measured) total += r.ms;
+    rows.push_back(std::move(r));
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ms > b.ms; });
+  // Long node names (fused chains) keep their start and end in the table.
+  auto column = [](const std::string& text, size_t width) {
+    if (text.size() <= width) return text;
+    const size_t head = (width - 3) / 2;
+    return text.substr(0, head) + "..." + text.substr(text.size() - (width - 3 - head));
+  };
+  std::printf("profile over %" PRIu64 " runs (mean time per run, as each backend measured it):\n", runs);
+  std::printf("  %-36s %-22s %-8s %-10s %10s %7s\n", "node", "op", "backend", "how", "mean ms", "share");
+  std::map<std::string, double> per_op, per_backend;
+  std::string json_nodes;
+  for (const Row& r : rows) {
+    const double share = total > 0.0 ? 100.0 * r.ms / total : 0.0;
+    if (r.measured) {
+      std::printf("  %-36s %-22s %-8s %-10s %10.4f %6.1f%%\n", column(r.node, 36).c_str(), r.op.c_str(),
+                  r.backend.c_str(), r.how.c_str(), r.ms, share);
+      per_op[r.op] += r.ms;
+      per_backend[r.backend] += r.ms;
+    } else {
+      std::printf("  %-36s %-22s %-8s %-10s %10s %7s\n", column(r.node, 36).c_str(), r.op.c_str(),
+                  r.backend.c_str(), r.how.c_str(), "n/a", "");
+    }
+    char buf[160];
+    std::snprintf(buf, sizeof buf, ", \"mean_ms\": %.6f, \"share\": %.4f, \"measured\": %s}", r.ms,
+                  share / 100.0, r.measured ? "true" : "false");
+    json_nodes += std::string(json_nodes.empty() ? "\n      " : ",\n      ") + "{\"index\": " +
+                  std::to_string(r.index) + ", \"node\": " + json_string(r.node.c_str()) +
+                  ", \"op\": " + json_string(r.op.c_str()) + ", \"backend\": " +
+                  json_string(r.backend.c_str()) + ", \"how\": " + json_string(r.how.c_str()) + buf;
+  }
+  auto totals = [&](const char* title, const std::map<std::string, double>& m, const char* key) {
+    std::vector<std::pair<std::string, double>> v(m.begin(), m.end());
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::printf("  %s:", title);
+    std::string j;
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::printf("%s %s %.4f ms (%.1f%%)", i ? "," : "", v[i].first.c_str(), v[i].second,
+                  total > 0.0 ? 100.0 * v[i].second / total : 0.0);
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.6f", v[i].second);
+      j += std::string(i ? ", " : "") + json_string(v[i].first.c_str()) + ": " + buf;
+    }
+    std::printf("\n");
+    return std::string("\"") + key + "\": {" + j + "}";
+  };
+  const std::string by_op = totals("total by op type", per_op, "by_op_ms");
+  const std::string by_backend = totals("total by backend", per_backend, "by_backend_ms");
+  std::printf("  total measured: %.4f ms per run\n", total);
+  char head[96];
+  std::snprintf(head, sizeof head, "{\n    \"runs\": %" PRIu64 ", \"total_ms\": %.6f,\n    ", runs, total);
+  json->profile = std::string(head) + by_op + ",\n    " + by_backend + ",\n    \"nodes\": [" + json_nodes + "\n    ]\n  }";
   return kExitOk;
 }
 
@@ -673,6 +803,13 @@ int run(const Options& opt) {
   if (st != KITE_OK) return kite_error(st, "kite_session_options_set_strict");
   st = kite_session_options_set_poison(options.get(), opt.poison ? 1 : 0);
   if (st != KITE_OK) return kite_error(st, "kite_session_options_set_poison");
+  for (const auto& o : opt.backend_options) {
+    st = kite_session_options_set_backend_option(options.get(), o.first.c_str(), o.second.first.c_str(),
+                                                 o.second.second.c_str());
+    if (st != KITE_OK) return kite_error(st, "kite_session_options_set_backend_option");
+  }
+  st = kite_session_options_set_profiling(options.get(), opt.profile ? 1 : 0);
+  if (st != KITE_OK) return kite_error(st, "kite_session_options_set_profiling");
 
   kite_session* raw_session = nullptr;
   st = kite_session_create(model.get(), options.get(), &raw_session);
@@ -681,6 +818,7 @@ int run(const Options& opt) {
 
   JsonReport json;
   json.latency = "null";
+  if (int rc = report_backends(session.get(), opt, &json); rc != kExitOk) return rc;
   if (int rc = print_placement(session.get(), opt.placement, !opt.quiet || opt.placement, &json);
       rc != kExitOk) {
     return rc;
@@ -689,19 +827,56 @@ int run(const Options& opt) {
 
   st = kite_session_run(session.get());
   if (st != KITE_OK) return kite_error(st, "kite_session_run");
+  kite_run_stats stats{};
+  stats.struct_size = sizeof stats;
+  st = kite_session_get_run_stats(session.get(), &stats);
+  if (st != KITE_OK) return kite_error(st, "kite_session_get_run_stats");
+  json.segments = stats.segments;
+  json.transfers = stats.transfers;
+  json.uploads = stats.uploads;
+  json.downloads = stats.downloads;
+  json.syncs = stats.syncs;
+  if (!opt.quiet) {
+    std::printf("run: %d segments, %d transfers (%d uploads, %d downloads), %d device copies, %d syncs\n",
+                stats.segments, stats.transfers, stats.uploads, stats.downloads, stats.buffer_copies,
+                stats.syncs);
+  }
   if (int rc = report_outputs(session.get(), opt); rc != kExitOk) return rc;
 
-  if (int rc = time_runs(session.get(), opt, &json); rc != kExitOk) return rc;
+  Options timing = opt;
+  if (opt.profile && timing.iterations == 0) timing.iterations = 10;
+  if (opt.profile) {
+    // Warm-up first, then measure only the timed runs.
+    for (int64_t i = 0; i < timing.warmup; ++i) {
+      st = kite_session_run(session.get());
+      if (st != KITE_OK) return kite_error(st, "kite_session_run");
+    }
+    timing.warmup = 0;
+    st = kite_session_reset_profile(session.get());
+    if (st != KITE_OK) return kite_error(st, "kite_session_reset_profile");
+  }
+  if (int rc = time_runs(session.get(), timing, &json); rc != kExitOk) return rc;
+  if (opt.profile) {
+    if (int rc = print_profile(session.get(), &json); rc != kExitOk) return rc;
+  }
   if (!opt.json_path.empty()) {
     std::FILE* f = std::fopen(opt.json_path.c_str(), "w");
     if (f == nullptr) {
       std::fprintf(stderr, "kite-run: cannot write '%s'\n", opt.json_path.c_str());
       return kExitError;
     }
-    std::fprintf(f, "{\n  \"model\": %s,\n  \"transfers_per_run\": %d,\n  \"latency_ms\": %s,\n"
-                 "  \"placement\": [%s\n  ]\n}\n",
-                 json_string(opt.model_path.c_str()).c_str(), json.transfers, json.latency.c_str(),
-                 json.placement.c_str());
+    int32_t inputs = 0, outputs = 0;
+    kite_session_get_input_count(session.get(), &inputs);
+    kite_session_get_output_count(session.get(), &outputs);
+    std::fprintf(f, "{\n  \"inputs\": %d,\n  \"outputs\": %d,", inputs, outputs);
+    std::fprintf(f,
+                 "\n  \"model\": %s,\n  \"segments_per_run\": %d,\n  \"transfers_per_run\": %d,\n"
+                 "  \"uploads_per_run\": %d,\n  \"downloads_per_run\": %d,\n  \"syncs_per_run\": %d,\n"
+                 "  \"latency_ms\": %s,\n  \"backends\": [%s\n  ],\n  \"notes\": [%s],\n"
+                 "  \"placement\": [%s\n  ],\n  \"profile\": %s\n}\n",
+                 json_string(opt.model_path.c_str()).c_str(), json.segments, json.transfers, json.uploads,
+                 json.downloads, json.syncs, json.latency.c_str(), json.backends.c_str(), json.notes.c_str(),
+                 json.placement.c_str(), json.profile.c_str());
     if (std::fclose(f) != 0) {
       std::fprintf(stderr, "kite-run: cannot write '%s'\n", opt.json_path.c_str());
       return kExitError;
@@ -714,10 +889,18 @@ int run(const Options& opt) {
 
 int main(int argc, char** argv) {
   Options opt;
-  bool help = false;
-  if (int rc = parse_args(argc, argv, &opt, &help); rc != kExitOk) return rc;
+  bool help = false, version = false;
+  if (int rc = parse_args(argc, argv, &opt, &help, &version); rc != kExitOk) return rc;
   if (help) {
     std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  if (opt.version) {
+    int32_t major = 0, minor = 0;
+    kite_format_version_supported(&major, &minor);
+    std::printf("kite-run %s (runtime library %s); reads .kite format up to %d.%d; "
+                "backend ABI versions 1 to %d\n",
+                KITE_VERSION_STRING, kite_version_string(), major, minor, kite_backend_abi_version());
     return kExitOk;
   }
   return run(opt);

@@ -1,16 +1,27 @@
-// The CPU backend behind the C ABI of kite/backend.h. Nothing thrown inside
-// may cross that boundary: every entry point catches and reports a status.
+// The CPU backend behind the C ABI of kite/backend.h (version 2: a host
+// backend; its kernels read the v1 view of each node, whose data pointers
+// are host addresses). Nothing thrown inside may cross that boundary: every
+// entry point catches and reports a status.
 #include "cpu_backend.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
 #include <string>
 #include <vector>
 
+#include "half_bridge.h"
 #include "kernel.h"
 #include "kernels/fused_kernels.h"
+#include "kite/abi/node.h"
+#include "kite/abi/plugin.h"
 #include "kite/ops/op_node.h"
 #include "thread_pool.h"
 
@@ -20,27 +31,26 @@ namespace {
 // More worker threads than this is a mistake, not a machine.
 constexpr int kMaxThreads = 1024;
 
+struct Options {
+  int threads = 0;       // 0: one per core
+  bool fused = true;     // fused=0: decline fused nodes (their bodies run instead)
+  bool profile = false;  // time every kernel (kernel_time)
+};
+
 struct Backend {
-  Workspace workspace;  // scratch shared by this instance's kernels
-  explicit Backend(int threads) : pool(threads) {}
+  explicit Backend(const Options& o) : options(o), workspace(/*external=*/true), pool(o.threads) {}
+  Options options;
+  Workspace workspace;  // scratch shared by this instance's kernels (the host allocates it)
   ThreadPool pool;
 };
 
-// Copies a message into a caller's buffer, truncated and NUL-terminated.
-void write_message(char* buffer, size_t size, const std::string& message) {
-  if (!buffer || size == 0) return;
-  std::snprintf(buffer, size, "%s", message.c_str());
-}
-
-kite_status fail(char* err, size_t err_size, kite_status status, const std::string& message) {
-  write_message(err, err_size, message);
-  return status;
-}
+using kite::abi::fail;
+using kite::abi::write_message;
 
 std::string node_label(const kite_backend_node* node) {
   const char* op = node && node->op ? node->op : "?";
   const char* name = node && node->name ? node->name : "";
-  return std::string(op) + " '" + name + "'";
+  return kite::ops::node_label(op, name);
 }
 
 // The domain of the optimizer's fused ops.
@@ -105,19 +115,102 @@ std::string check_tensor_memory(const kite_backend_tensor* t, const char* kind) 
   return "";
 }
 
-kite_status cpu_create(const kite_backend_options* options, void** out_backend, char* err,
-                       size_t err_size) {
+// ---- devices ------------------------------------------------------------------
+
+std::string cpu_model_name() {
+  std::FILE* f = std::fopen("/proc/cpuinfo", "r");
+  std::string name;
+  if (f != nullptr) {
+    char line[512];
+    while (std::fgets(line, sizeof line, f)) {
+      if (std::strncmp(line, "model name", 10) == 0) {
+        const char* colon = std::strchr(line, ':');
+        if (colon != nullptr) {
+          name = colon + 1;
+          while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) name.erase(name.begin());
+          while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+        }
+        break;
+      }
+    }
+    std::fclose(f);
+  }
+  return name.empty() ? "host CPU" : name;
+}
+
+kite_status cpu_device_count(int32_t* out_count, char* err, size_t err_size) {
+  if (!out_count) return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "out_count is NULL");
+  *out_count = 1;
+  return KITE_OK;
+}
+
+kite_status cpu_device_info(int32_t index, kite_backend_device_info* out, char* err,
+                            size_t err_size) {
+  if (!out || out->struct_size < offsetof(kite_backend_device_info, flags) + sizeof(out->flags)) {
+    return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "device info struct too small");
+  }
+  if (index != 0) {
+    return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT,
+                "device " + std::to_string(index) + " does not exist (the CPU backend has 1)");
+  }
+  const uint32_t size = out->struct_size;
+  kite_backend_device_info info{};
+  info.struct_size = size;
+  std::snprintf(info.name, sizeof info.name, "%s", cpu_model_name().c_str());
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  info.memory_bytes = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+  info.flags = KITE_DEVICE_TIMESTAMPS;
+  info.min_offset_alignment = 64;
+  info.max_buffer_size = UINT64_MAX;
+  std::memcpy(out, &info, std::min<size_t>(size, sizeof info));
+  return KITE_OK;
+}
+
+// ---- instances ----------------------------------------------------------------
+
+kite_status cpu_create2(void* /*device*/, const kite_backend_create_info* info, void** out_backend,
+                        char* err, size_t err_size) {
   if (!out_backend) return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "out_backend is NULL");
   try {
     const std::string table_error = validate_kernel_table();
     if (!table_error.empty()) return fail(err, err_size, KITE_ERROR_INTERNAL, table_error);
-    const int threads = options ? options->threads : 0;
-    if (threads < 0 || threads > kMaxThreads) {
+    Options options;
+    if (info) {
+      if (info->struct_size < offsetof(kite_backend_create_info, profile) + sizeof(info->profile)) {
+        return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "create info struct too small");
+      }
+      options.threads = info->threads;
+      options.profile = info->profile != 0;
+      for (int32_t i = 0; i < info->num_options; ++i) {
+        const std::string key = info->option_keys[i] ? info->option_keys[i] : "";
+        const std::string value = info->option_values[i] ? info->option_values[i] : "";
+        if (key == "threads") {
+          char* end = nullptr;
+          const long v = std::strtol(value.c_str(), &end, 10);
+          if (value.empty() || *end != '\0' || v < 0 || v > kMaxThreads) {
+            return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT,
+                        "option threads=" + value + ": expected 0 (one per core) to " +
+                            std::to_string(kMaxThreads));
+          }
+          options.threads = static_cast<int>(v);
+        } else if (key == "fused") {
+          if (value != "0" && value != "1") {
+            return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "option fused=" + value + ": expected 0 or 1");
+          }
+          options.fused = value == "1";
+        } else {
+          return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT,
+                      "unknown option '" + key + "' (the CPU backend knows threads=N, fused=0|1)");
+        }
+      }
+    }
+    if (options.threads < 0 || options.threads > kMaxThreads) {
       return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT,
-                  "threads is " + std::to_string(threads) + ", expected 0 (one per core) to " +
+                  "threads is " + std::to_string(options.threads) + ", expected 0 (one per core) to " +
                       std::to_string(kMaxThreads));
     }
-    *out_backend = new Backend(threads);
+    *out_backend = new Backend(options);
     return KITE_OK;
   } catch (const std::bad_alloc&) {
     return fail(err, err_size, KITE_ERROR_OUT_OF_MEMORY, "out of memory creating the CPU backend");
@@ -131,33 +224,72 @@ kite_status cpu_create(const kite_backend_options* options, void** out_backend, 
 
 void cpu_destroy(void* backend) { delete static_cast<Backend*>(backend); }
 
-int cpu_supports(void* /*backend*/, const kite_backend_node* node, char* reason,
-                 size_t reason_size) {
+int cpu_supports2(void* backend, const kite_backend_node2* node, char* reason, size_t reason_size) {
   if (!node) {
     write_message(reason, reason_size, "node is NULL");
     return 0;
   }
-  try {
+  bool bridged = false;
+  const int ok = kite::abi::supported(reason, reason_size, [&]() -> std::string {
+    const Backend* b = static_cast<const Backend*>(backend);
+    if (b && !b->options.fused && node->fused_pattern && node->fused_pattern[0] != '\0') {
+      return "fused kernels are off (option fused=0)";
+    }
+    kite::abi::V1Node view;
+    std::string why;
+    if (!view.build(*node, nullptr, &why)) return why;
     Accepted accepted;
-    const std::string why = unsupported_reason(*node, &accepted);
-    if (why.empty()) return 1;
-    write_message(reason, reason_size, why);
-  } catch (const std::bad_alloc&) {
-    write_message(reason, reason_size, "out of memory");
-  } catch (...) {
-    write_message(reason, reason_size, "internal error");
-  }
-  return 0;
+    why = unsupported_reason(*view.get(), &accepted);
+    // A float16 node whose kernel takes float32 runs on a float32 view.
+    if (!why.empty() && HalfBridge::needed(*view.get()) &&
+        unsupported_reason(HalfBridge(*view.get(), false).node(), &accepted).empty()) {
+      bridged = true;
+      return std::string();
+    }
+    return why;
+  });
+  // Taken: say how, for the node's placement (kite/backend.h, supports2).
+  if (ok && bridged) write_message(reason, reason_size, "fp16 storage, fp32 arithmetic");
+  return ok;
 }
 
-kite_status cpu_prepare(void* backend, const kite_backend_node* node, void** out_kernel,
-                        char* err, size_t err_size) {
-  if (!backend || !node || !out_kernel) {
+// A prepared kernel with the v1 view of its node, which the kernel reads
+// (data pointers) until release, and its last measured time.
+struct PreparedKernel {
+  kite::abi::V1Node view;
+  std::unique_ptr<Kernel> kernel;
+  uint64_t last_ns = 0;
+  bool timed = false;
+};
+
+kite_status cpu_prepare2(void* backend, const kite_backend_node2* node2, void** out_kernel,
+                         char* err, size_t err_size) {
+  if (!backend || !node2 || !out_kernel) {
     return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "backend, node or out_kernel is NULL");
   }
+  const std::string label = std::string(node2->op ? node2->op : "?") + " '" +
+                            (node2->name ? node2->name : "") + "'";
   try {
+    auto prepared = std::make_unique<PreparedKernel>();
+    std::string why;
+    if (!prepared->view.build(*node2, nullptr, &why)) {
+      return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, why);
+    }
+    const kite_backend_node* node = prepared->view.get();
+    Backend* b = static_cast<Backend*>(backend);
+    if (!b->options.fused && node->fused_pattern[0] != '\0') {
+      return fail(err, err_size, KITE_ERROR_UNSUPPORTED, label + ": fused kernels are off (option fused=0)");
+    }
     Accepted accepted;
-    std::string why = unsupported_reason(*node, &accepted);
+    why = unsupported_reason(*node, &accepted);
+    // fp16 storage, fp32 arithmetic (half_bridge.h): a float16 node whose
+    // kernel takes only float32 runs on a float32 view of itself.
+    bool bridged = false;
+    if (!why.empty() && HalfBridge::needed(*node) &&
+        unsupported_reason(HalfBridge(*node, false).node(), &accepted).empty()) {
+      bridged = true;
+      why.clear();
+    }
     if (!why.empty()) {
       return fail(err, err_size, KITE_ERROR_UNSUPPORTED, node_label(node) + ": " + why);
     }
@@ -165,8 +297,8 @@ kite_status cpu_prepare(void* backend, const kite_backend_node* node, void** out
     if (accepted.primitive) {
       // Declared outputs against the kite::ops rules (a fused op's check did
       // this through the rules of the primitive op it extends).
-      const std::vector<kite::ops::TensorType> declared =
-          kite::ops::outputs_from_backend_node(*node);
+      const std::vector<kite::ops::TensorType> declared = kite::ops::outputs_from_backend_node(
+          bridged ? HalfBridge(*node, false).node() : *node);
       std::string check_err;
       if (!kite::ops::check_declared_outputs(op, declared, &check_err)) {
         return fail(err, err_size, KITE_ERROR_INVALID_MODEL, check_err);
@@ -180,26 +312,54 @@ kite_status cpu_prepare(void* backend, const kite_backend_node* node, void** out
       why = check_tensor_memory(node->outputs[i], "output");
       if (!why.empty()) return fail(err, err_size, KITE_ERROR_INVALID_MODEL, op.label() + ": " + why);
     }
-    Backend* b = static_cast<Backend*>(backend);
+    // With the tensors' memory checked, the bridge may read the constants.
+    std::unique_ptr<HalfBridge> bridge;
+    if (bridged) {
+      bridge = std::make_unique<HalfBridge>(*node, true);
+      node = &bridge->node();
+      why = unsupported_reason(*node, &accepted);  // the op again, now over the converted values
+      if (!why.empty()) return fail(err, err_size, KITE_ERROR_UNSUPPORTED, node_label(node) + ": " + why);
+    }
     KernelArgs args{node, &op, b->pool.size()};
     args.workspace = &b->workspace;
     std::string prepare_err;
     const PrepareFn prepare = accepted.fused ? accepted.fused->prepare : accepted.primitive->prepare;
-    std::unique_ptr<Kernel> kernel = prepare(args, &prepare_err);
-    if (!kernel) {
+    prepared->kernel = prepare(args, &prepare_err);
+    if (!prepared->kernel) {
       if (prepare_err.empty()) prepare_err = op.label() + ": the CPU kernel cannot run it";
       return fail(err, err_size, KITE_ERROR_UNSUPPORTED, prepare_err);
     }
-    *out_kernel = kernel.release();
+    if (bridge) prepared->kernel = bridge_kernel(std::move(bridge), std::move(prepared->kernel));
+    *out_kernel = prepared.release();
     return KITE_OK;
   } catch (const std::bad_alloc&) {
-    return fail(err, err_size, KITE_ERROR_OUT_OF_MEMORY,
-                node_label(node) + ": out of memory preparing the CPU kernel");
+    return fail(err, err_size, KITE_ERROR_OUT_OF_MEMORY, label + ": out of memory preparing the CPU kernel");
   } catch (const std::exception& e) {
-    return fail(err, err_size, KITE_ERROR_INTERNAL, node_label(node) + ": " + e.what());
+    return fail(err, err_size, KITE_ERROR_INTERNAL, label + ": " + e.what());
   } catch (...) {
-    return fail(err, err_size, KITE_ERROR_INTERNAL, node_label(node) + ": internal error");
+    return fail(err, err_size, KITE_ERROR_INTERNAL, label + ": internal error");
   }
+}
+
+kite_status cpu_workspace_size(void* backend, uint64_t* out_bytes, char* err, size_t err_size) {
+  if (!backend || !out_bytes) return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "backend or out_bytes is NULL");
+  *out_bytes = static_cast<uint64_t>(static_cast<Backend*>(backend)->workspace.need()) * sizeof(float);
+  return KITE_OK;
+}
+
+kite_status cpu_bind(void* backend, const kite_backend_bindings* bindings, char* err,
+                     size_t err_size) {
+  if (!backend || !bindings) return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "backend or bindings is NULL");
+  Backend* b = static_cast<Backend*>(backend);
+  const size_t floats = static_cast<size_t>(bindings->workspace_size / sizeof(float));
+  if (floats < b->workspace.need() || (floats > 0 && bindings->workspace_host == nullptr)) {
+    return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT,
+                "workspace of " + std::to_string(bindings->workspace_size) + " bytes at " +
+                    (bindings->workspace_host ? "an address" : "NULL") + ", the kernels need " +
+                    std::to_string(b->workspace.need() * sizeof(float)) + " bytes");
+  }
+  b->workspace.bind(static_cast<float*>(bindings->workspace_host), floats);
+  return KITE_OK;
 }
 
 kite_status cpu_execute(void* backend, void* kernel, char* err, size_t err_size) {
@@ -207,9 +367,23 @@ kite_status cpu_execute(void* backend, void* kernel, char* err, size_t err_size)
     return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "backend or kernel is NULL");
   }
   try {
-    Kernel* k = static_cast<Kernel*>(kernel);
-    k->run(static_cast<Backend*>(backend)->pool);
-    if (const char* message = k->run_error()) {
+    Backend* b = static_cast<Backend*>(backend);
+    if (!b->workspace.ready()) {
+      return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT,
+                  "the kernels need a workspace of " + std::to_string(b->workspace.need() * sizeof(float)) +
+                      " bytes and none was bound (call workspace_size, then bind)");
+    }
+    PreparedKernel* p = static_cast<PreparedKernel*>(kernel);
+    std::chrono::steady_clock::time_point start;
+    if (b->options.profile) start = std::chrono::steady_clock::now();
+    p->kernel->run(b->pool);
+    if (b->options.profile) {
+      p->last_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             std::chrono::steady_clock::now() - start)
+                                             .count());
+      p->timed = true;
+    }
+    if (const char* message = p->kernel->run_error()) {
       if (err && err_size > 0) std::snprintf(err, err_size, "%s", message);
       return KITE_ERROR_INVALID_ARGUMENT;
     }
@@ -221,27 +395,36 @@ kite_status cpu_execute(void* backend, void* kernel, char* err, size_t err_size)
   }
 }
 
-void cpu_release(void* /*backend*/, void* kernel) { delete static_cast<Kernel*>(kernel); }
+void cpu_release(void* /*backend*/, void* kernel) { delete static_cast<PreparedKernel*>(kernel); }
 
-const kite_backend_api kCpuApi = {
-    KITE_BACKEND_ABI_VERSION,
-    sizeof(kite_backend_api),
-    "cpu",
-    KITE_BACKEND_MEMORY_HOST,
-    cpu_create,
-    cpu_destroy,
-    cpu_supports,
-    cpu_prepare,
-    cpu_execute,
-    cpu_release,
-    nullptr,  // alloc
-    nullptr,  // free
-    nullptr,  // copy_to_device
-    nullptr,  // copy_to_host
-    nullptr,  // synchronize
-};
+kite_status cpu_kernel_time(void* backend, void* kernel, uint64_t* out_ns) {
+  if (!backend || !kernel || !out_ns) return KITE_ERROR_INVALID_ARGUMENT;
+  const PreparedKernel* p = static_cast<const PreparedKernel*>(kernel);
+  if (!static_cast<Backend*>(backend)->options.profile || !p->timed) return KITE_ERROR_UNSUPPORTED;
+  *out_ns = p->last_ns;
+  return KITE_OK;
+}
+
+kite_backend_api make_api() {
+  kite_backend_api api = kite::abi::backend_api("cpu", KITE_BACKEND_MEMORY_HOST);
+  api.destroy = cpu_destroy;
+  api.execute = cpu_execute;
+  api.release = cpu_release;
+  api.device_count = cpu_device_count;
+  api.device_info = cpu_device_info;
+  api.create2 = cpu_create2;
+  api.supports2 = cpu_supports2;
+  api.prepare2 = cpu_prepare2;
+  api.workspace_size = cpu_workspace_size;
+  api.bind = cpu_bind;
+  api.kernel_time = cpu_kernel_time;
+  return api;
+}
+
+const kite_backend_api kCpuApi = make_api();
 
 }  // namespace
 }  // namespace kite::cpu
 
 extern "C" const kite_backend_api* kite_cpu_backend_api(void) { return &kite::cpu::kCpuApi; }
+extern "C" const kite_backend_api* kite_backend_entry_cpu(void) { return &kite::cpu::kCpuApi; }

@@ -9,8 +9,11 @@
 extern "C" {
 #endif
 
-/* The CPU backend's function table (static linking; never NULL). */
+/* The CPU backend's function table (static linking; never NULL). The
+ * runtime registers it like any statically linked backend, through
+ * kite_backend_entry_cpu(). */
 const kite_backend_api* kite_cpu_backend_api(void);
+const kite_backend_api* kite_backend_entry_cpu(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

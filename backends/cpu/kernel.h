@@ -3,6 +3,15 @@
 // the node completely (dtypes, shapes via kite::ops, attributes), captures the
 // tensor pointers (stable for the session) and precomputes what it can; its
 // run step only computes: no allocation, no validation, no logging.
+//
+// One home for every rule: prepare runs only after the backend (cpu_prepare,
+// or fused::SubNode::prepare for a fused kernel's parts) has checked the
+// declared outputs with kite::ops::check_declared_outputs, so a kernel takes
+// the output shapes as the op rule's and does not re-derive them. The
+// numbers it iterates with (slice starts/steps, pads, perm, axes, ...) come
+// from the same kite/ops/resolve.h functions the rules use; a value input
+// computed at run is resolved at run with them and checked against the
+// declared output (that check is the kernel's run_error).
 #pragma once
 
 #include <memory>
@@ -10,6 +19,7 @@
 #include <vector>
 
 #include "kite/backend.h"
+#include "kite/ops/fused.h"
 #include "kite/ops/op_node.h"
 #include "thread_pool.h"
 
@@ -23,27 +33,50 @@ class Kernel {
   // could not check (a non-constant shape input, a Gather index) is invalid.
   // The message lives in the kernel (formatted without allocating).
   virtual const char* run_error() const { return nullptr; }
+  // A fused kernel offers its activation to the kernel it wraps, after
+  // prepare: true when run will apply it itself (in its own store, e.g.
+  // the GEMM's epilogue), so the wrapper must not apply it again.
+  virtual bool take_activation(const kite::ops::FusedActivation& /*act*/) { return false; }
 };
 
-// What prepare gets: the ABI node (data pointers, valid until release) and
-// the same node as a kite::ops::OpNode (names, shapes, attributes).
 // Scratch memory shared by the kernels of one backend instance. Kernels run
 // one at a time, so each reserves at prepare the most it needs and asks for
 // the pointer at run (a later node's prepare may have moved it). One shared
 // buffer instead of one per kernel keeps e.g. im2col scratch at the largest
 // Conv's size instead of the sum over all Convs.
+//
+// A backend instance's workspace is external: reserve only records the need,
+// which the backend declares through the ABI's workspace_size, and the host
+// (the runtime, counting it against the session's memory limit) allocates it
+// and hands it over at bind. A kernel built outside a backend instance keeps
+// its own (external = false): reserve allocates.
 class Workspace {
  public:
+  explicit Workspace(bool external = false) : external_(external) {}
   void reserve(size_t floats) {
-    if (floats > buffer_.size()) buffer_.resize(floats);
+    if (floats > need_) need_ = floats;
+    if (!external_ && floats > buffer_.size()) buffer_.resize(floats);
   }
-  float* data() { return buffer_.data(); }
-  size_t size() const { return buffer_.size(); }
+  // External workspaces: the memory the host allocated (floats >= need()).
+  void bind(float* data, size_t floats) {
+    bound_ = data;
+    bound_floats_ = floats;
+  }
+  size_t need() const { return need_; }
+  bool ready() const { return !external_ || bound_floats_ >= need_; }
+  float* data() { return external_ ? bound_ : buffer_.data(); }
+  size_t size() const { return external_ ? bound_floats_ : buffer_.size(); }
 
  private:
+  bool external_;
+  size_t need_ = 0;
   std::vector<float> buffer_;
+  float* bound_ = nullptr;
+  size_t bound_floats_ = 0;
 };
 
+// What prepare gets: the ABI node (data pointers, valid until release) and
+// the same node as a kite::ops::OpNode (names, shapes, attributes).
 struct KernelArgs {
   const kite_backend_node* node;
   const kite::ops::OpNode* op;

@@ -1,12 +1,12 @@
 // The explicit tables of CPU kernels: primitive ops (domain "") and fused
 // ops (domain "kite"). Adding an op: write its check and prepare in
 // kernels/<family>.cpp and add one line here. No self-registration.
-#include <set>
 #include <string>
 
 #include "kernel.h"
 #include "kernels/fused_kernels.h"
 #include "kernels/kernels.h"
+#include "kite/abi/kernel_table.h"
 
 namespace kite::cpu {
 
@@ -108,6 +108,25 @@ const std::vector<KernelEntry>& kernel_table() {
       {"ReduceLogSumExp", check_reduce, prepare_reduce},
       {"ArgMax", check_arg_reduce, prepare_arg_reduce},
       {"ArgMin", check_arg_reduce, prepare_arg_reduce},
+      // Exporters' mask, index and rearrangement ops (kernels/indexing.cpp).
+      {"IsNaN", check_indexing, prepare_indexing},
+      {"IsInf", check_indexing, prepare_indexing},
+      {"Mod", check_indexing, prepare_indexing},
+      {"Trilu", check_indexing, prepare_indexing},
+      {"CumSum", check_indexing, prepare_indexing},
+      {"GatherElements", check_indexing, prepare_indexing},
+      {"ScatterElements", check_indexing, prepare_indexing},
+      {"GatherND", check_indexing, prepare_indexing},
+      {"ScatterND", check_indexing, prepare_indexing},
+      {"DepthToSpace", check_indexing, prepare_indexing},
+      {"SpaceToDepth", check_indexing, prepare_indexing},
+      {"TopK", check_indexing, prepare_indexing},
+      {"OneHot", check_indexing, prepare_indexing},
+      {"Einsum", check_indexing, prepare_indexing},
+      {"LSTM", check_recurrent, prepare_recurrent},
+      {"GRU", check_recurrent, prepare_recurrent},
+      {"RNN", check_recurrent, prepare_recurrent},
+      {"GridSample", check_grid_sample, prepare_grid_sample},
   };
   return table;
 }
@@ -127,33 +146,17 @@ const std::vector<FusedKernelEntry>& fused_kernel_table() {
 }
 
 std::string validate_kernel_table() {
-  std::set<std::string> seen;
-  for (const KernelEntry& e : kernel_table()) {
-    if (!e.op || !e.check || !e.prepare) return "CPU kernel table has an incomplete entry";
-    if (!seen.insert(e.op).second) return std::string("CPU kernel table lists op ") + e.op + " twice";
+  std::string why = abi::check_entries(kernel_table(), "CPU kernel table",
+                                       [](const KernelEntry& e) { return e.check && e.prepare; });
+  if (why.empty()) {
+    why = abi::check_entries(fused_kernel_table(), "CPU fused kernel table",
+                             [](const FusedKernelEntry& e) { return e.check && e.prepare; });
   }
-  seen.clear();
-  for (const FusedKernelEntry& e : fused_kernel_table()) {
-    if (!e.op || !e.check || !e.prepare) return "CPU fused kernel table has an incomplete entry";
-    if (!seen.insert(e.op).second) {
-      return std::string("CPU fused kernel table lists op ") + e.op + " twice";
-    }
-  }
-  return "";
+  return why;
 }
 
-const FusedKernelEntry* find_fused_kernel(const std::string& op) {
-  for (const FusedKernelEntry& e : fused_kernel_table()) {
-    if (op == e.op) return &e;
-  }
-  return nullptr;
-}
+const FusedKernelEntry* find_fused_kernel(const std::string& op) { return abi::find_entry(fused_kernel_table(), op); }
 
-const KernelEntry* find_kernel(const std::string& op) {
-  for (const KernelEntry& e : kernel_table()) {
-    if (op == e.op) return &e;
-  }
-  return nullptr;
-}
+const KernelEntry* find_kernel(const std::string& op) { return abi::find_entry(kernel_table(), op); }
 
 }  // namespace kite::cpu

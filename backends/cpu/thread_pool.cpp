@@ -63,14 +63,7 @@ void ThreadPool::run_chunks(int64_t n, int64_t min_chunk, void* ctx, Trampoline 
 
   // The caller works too, then waits for the chunks that workers hold.
   lock.lock();
-  while (next_chunk_ < job_chunks_) {
-    const int64_t c = next_chunk_++;
-    lock.unlock();
-    const int64_t begin = c * chunk;
-    fn(ctx, begin, std::min(n, begin + chunk));
-    lock.lock();
-    ++chunks_done_;
-  }
+  claim_chunks(lock);
   done_cv_.wait(lock, [this] { return chunks_done_ == job_chunks_; });
   job_ctx_ = nullptr;
   job_fn_ = nullptr;
@@ -78,25 +71,29 @@ void ThreadPool::run_chunks(int64_t n, int64_t min_chunk, void* ctx, Trampoline 
   next_chunk_ = 0;
 }
 
+void ThreadPool::claim_chunks(std::unique_lock<std::mutex>& lock) {
+  // The job's fields stay fixed until every chunk is done, and this thread
+  // holds one of them until it reports back.
+  void* const ctx = job_ctx_;
+  const Trampoline fn = job_fn_;
+  const int64_t n = job_n_, chunk = job_chunk_;
+  while (next_chunk_ < job_chunks_) {
+    const int64_t c = next_chunk_++;
+    lock.unlock();
+    const int64_t begin = c * chunk;
+    fn(ctx, begin, std::min(n, begin + chunk));
+    lock.lock();
+    // The caller waits for the last chunk (it may be the one finishing it).
+    if (++chunks_done_ == job_chunks_) done_cv_.notify_one();
+  }
+}
+
 void ThreadPool::worker_loop(int /*index*/) {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     work_cv_.wait(lock, [this] { return stop_ || next_chunk_ < job_chunks_; });
     if (stop_) return;
-    // The job's fields stay fixed until every chunk is done, and this worker
-    // holds one of them until it reports back.
-    void* ctx = job_ctx_;
-    Trampoline fn = job_fn_;
-    const int64_t n = job_n_;
-    const int64_t chunk = job_chunk_;
-    while (next_chunk_ < job_chunks_) {
-      const int64_t c = next_chunk_++;
-      lock.unlock();
-      const int64_t begin = c * chunk;
-      fn(ctx, begin, std::min(n, begin + chunk));
-      lock.lock();
-      if (++chunks_done_ == job_chunks_) done_cv_.notify_one();
-    }
+    claim_chunks(lock);
   }
 }
 

@@ -37,6 +37,9 @@ class ThreadPool {
   using Trampoline = void (*)(void*, int64_t, int64_t);
   void run_chunks(int64_t n, int64_t min_chunk, void* ctx, Trampoline fn);
   void worker_loop(int index);
+  // Runs chunks of the current job (caller and workers alike) until none is
+  // left unclaimed; called and returns with the lock held.
+  void claim_chunks(std::unique_lock<std::mutex>& lock);
   void shutdown();  // stops and joins the workers
 
   std::vector<std::thread> workers_;

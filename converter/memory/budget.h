@@ -1,4 +1,8 @@
-// Memory budget by recomputation: when the arena is larger than a budget,
+// Memory budget by patches and recomputation. Patches: a chain of
+// convolutions, pools and elementwise layers runs in row bands of its output
+// (each band from a slice of the chain's inputs with the halo its windows
+// need, padding only at the image's borders), then a Concat on H; only one
+// band's intermediates are live at once. Recomputation: when the arena is larger than a budget,
 // tensors produced by cheap nodes (elementwise, activations, reshapes) that
 // stay live across a long gap between their uses are computed again right
 // before their late uses, so their bytes are free in between.
@@ -9,31 +13,24 @@
 #include <vector>
 
 #include "kite/converter/ir.h"
+#include "kite/converter/memory_stats.h"
 #include "memory/planner.h"
 
 namespace kite::memory {
 
-struct Recomputation {
-  std::string node;        // the node computed again
-  std::string tensor;      // the tensor it recomputes
-  int late_uses = 0;       // consumers now reading the recomputed copy
-  uint64_t elements = 0;   // extra elements computed per run
-  uint64_t arena_before = 0;
-  uint64_t arena_after = 0;
-};
-
-struct BudgetReport {
-  uint64_t budget = 0;
-  uint64_t arena_before = 0;
-  uint64_t arena_after = 0;
-  bool met = false;
-  std::vector<Recomputation> recomputed;
-};
-
-// Rewrites the main graph (clones of cheap producers before late consumers)
-// and replans, keeping only changes that shrink the arena. The model is
-// planned on return, whether or not the budget was met.
-bool apply_memory_budget(ir::Model* model, uint64_t budget, const PlanOptions& options,
+// Rewrites the main graph (chains of spatial layers into row-band patches,
+// clones of cheap producers before late consumers) and replans, keeping only
+// changes that shrink the arena. budget in bytes, or (budget 0) ratio times
+// the unbudgeted plan's lower bound. The model is planned on return, whether
+// or not the budget was met.
+bool apply_memory_budget(ir::Model* model, uint64_t budget, double ratio, const PlanOptions& options,
                          BudgetReport* report, std::string* err);
+
+// Rewrites main-graph nodes first..last (inclusive) into `tiles` row bands
+// (what the budget does to the region it picks; tests drive it directly).
+// False, with err, when they do not form a closed chain of layers that can
+// run in bands; the model is then unchanged. rec may be null.
+bool patch_nodes(ir::Model* model, size_t first, size_t last, int tiles, Patch* rec,
+                 std::string* err);
 
 }  // namespace kite::memory

@@ -76,19 +76,29 @@ Placement ArenaPlanner::greedy(const std::vector<int>& order, const char* name) 
   return p;
 }
 
+namespace {
+
+// Indices 0..n-1 in the order `before` sorts them (stable: ties keep
+// index order).
+template <typename Before>
+std::vector<int> sorted_indices(size_t n, Before before) {
+  std::vector<int> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), before);
+  return order;
+}
+
+}  // namespace
+
 Placement ArenaPlanner::greedy_by_size() const {
-  std::vector<int> order(buffers_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+  const std::vector<int> order = sorted_indices(buffers_.size(), [&](int a, int b) {
     return buffers_[static_cast<size_t>(a)].size > buffers_[static_cast<size_t>(b)].size;
   });
   return greedy(order, "greedy_by_size");
 }
 
 Placement ArenaPlanner::greedy_by_lifetime() const {
-  std::vector<int> order(buffers_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+  const std::vector<int> order = sorted_indices(buffers_.size(), [&](int a, int b) {
     const Buffer& x = buffers_[static_cast<size_t>(a)];
     const Buffer& y = buffers_[static_cast<size_t>(b)];
     const int lx = x.last - x.first, ly = y.last - y.first;
@@ -109,9 +119,7 @@ Placement ArenaPlanner::greedy_by_breadth() const {
       live_at[static_cast<size_t>(s)].push_back(static_cast<int>(i));
     }
   }
-  std::vector<int> step_order(static_cast<size_t>(steps));
-  for (int s = 0; s < steps; ++s) step_order[static_cast<size_t>(s)] = s;
-  std::stable_sort(step_order.begin(), step_order.end(), [&](int a, int b) {
+  const std::vector<int> step_order = sorted_indices(static_cast<size_t>(steps), [&](int a, int b) {
     return breadth[static_cast<size_t>(a)] > breadth[static_cast<size_t>(b)];
   });
   std::vector<int> order;
@@ -135,9 +143,7 @@ Placement ArenaPlanner::greedy_by_breadth() const {
 }
 
 Placement ArenaPlanner::greedy_by_first_use() const {
-  std::vector<int> order(buffers_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+  const std::vector<int> order = sorted_indices(buffers_.size(), [&](int a, int b) {
     const Buffer& x = buffers_[static_cast<size_t>(a)];
     const Buffer& y = buffers_[static_cast<size_t>(b)];
     if (x.first != y.first) return x.first < y.first;
@@ -156,10 +162,9 @@ Placement ArenaPlanner::greedy_by_size_perturbed(uint32_t seed) const {
     const double noise = static_cast<double>(state >> 11) / 9007199254740992.0;  // [0, 1)
     key[i] = static_cast<double>(buffers_[i].size) * (1.0 + 0.5 * noise);
   }
-  std::vector<int> order(buffers_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return key[static_cast<size_t>(a)] > key[static_cast<size_t>(b)]; });
+  const std::vector<int> order = sorted_indices(buffers_.size(), [&](int a, int b) {
+    return key[static_cast<size_t>(a)] > key[static_cast<size_t>(b)];
+  });
   return greedy(order, "greedy_by_size_perturbed");
 }
 
@@ -542,6 +547,39 @@ PlanResult plan_once(const ir::Model& model, uint64_t alignment, bool allow_alia
 }
 
 }  // namespace
+
+std::vector<uint64_t> live_bytes_per_node(const ir::Model& model, bool allow_aliasing) {
+  const size_t n = model.tensors.size();
+  std::vector<int> first, last, node_step;
+  build_lifetimes(model, &first, &last, &node_step);
+  Aliases aliases = find_aliases(model, first, last, allow_aliasing, nullptr, 256, false);
+  std::vector<int> root_first(n, -1), root_last(n, -1);
+  std::vector<uint64_t> root_size(n, 0);
+  int steps = 0;
+  for (size_t t = 0; t < n; ++t) {
+    if (model.tensors[t].is_constant() || first[t] < 0) continue;
+    uint64_t off = 0;
+    const size_t ri = static_cast<size_t>(aliases.root(aliases.find(static_cast<int>(t)), &off));
+    root_first[ri] = root_first[ri] < 0 ? first[t] : std::min(root_first[ri], first[t]);
+    root_last[ri] = std::max(root_last[ri], last[t]);
+    root_size[ri] = std::max(root_size[ri], off + model.tensors[t].byte_size());
+    steps = std::max(steps, last[t] + 1);
+  }
+  std::vector<uint64_t> live(static_cast<size_t>(steps) + 1, 0);
+  for (size_t t = 0; t < n; ++t) {
+    if (root_first[t] < 0) continue;
+    for (int s = root_first[t]; s <= root_last[t]; ++s) live[static_cast<size_t>(s)] += root_size[t];
+  }
+  const auto& nodes = model.main().nodes;
+  std::vector<uint64_t> per_node(nodes.size(), 0);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const int end = i + 1 < nodes.size() ? node_step[i + 1] : steps;
+    for (int s = node_step[i]; s < end && s < static_cast<int>(live.size()); ++s) {
+      per_node[i] = std::max(per_node[i], live[static_cast<size_t>(s)]);
+    }
+  }
+  return per_node;
+}
 
 bool plan_memory(ir::Model* model, const PlanOptions& options, PlanStats* stats, std::string* err) {
   std::string problem;

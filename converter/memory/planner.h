@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kite/converter/ir.h"
+#include "kite/converter/memory_stats.h"
 
 namespace kite::memory {
 
@@ -65,19 +66,15 @@ struct PlanOptions {
   bool allow_aliasing = true;  // in-place ops and views
 };
 
-struct PlanStats {
-  int inplace_nodes = 0;       // elementwise nodes writing over a dying input
-  int view_nodes = 0;          // reshape-like nodes sharing their input's bytes
-  int concat_nodes = 0;        // Concats whose inputs were written into the output
-  uint64_t arena_without_aliasing = 0;
-  uint64_t lower_bound_without_aliasing = 0;
-};
-
 // Computes lifetimes over the main graph's node order (subgraph tensors live
 // during their If node, fused bodies' scratch during their fused node), joins
 // aliases, and fills model->plan with the best strategy.
 bool plan_memory(ir::Model* model, const PlanOptions& options, PlanStats* stats, std::string* err);
 bool plan_memory(ir::Model* model, uint64_t alignment, std::string* err);
+
+// Peak live bytes (buffers after aliasing, unaligned) during each main-graph
+// node: where the memory budget looks for work.
+std::vector<uint64_t> live_bytes_per_node(const ir::Model& model, bool allow_aliasing);
 
 // Proves model->plan: every non-constant tensor inside the arena and aligned,
 // and no two tensors live at the same time share bytes unless they are the

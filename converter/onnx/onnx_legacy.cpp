@@ -3,48 +3,21 @@
 #include <cstring>
 #include <utility>
 
+#include "kite/ops/attr.h"
 #include "kite/ops/op_node.h"
 
 namespace kite::converter {
 
 namespace {
 
-ir::Attr int_attr(const std::string& name, int64_t value) {
-  ir::Attr a;
-  a.name = name;
-  a.type = KITE_ATTR_INT;
-  a.i = value;
-  return a;
-}
-
-ir::Attr string_attr(const std::string& name, const std::string& value) {
-  ir::Attr a;
-  a.name = name;
-  a.type = KITE_ATTR_STRING;
-  a.s = value;
-  return a;
-}
-
-void set_attr(ir::Node* node, ir::Attr attr) {
-  for (ir::Attr& a : node->attrs) {
-    if (a.name == attr.name) {
-      a = std::move(attr);
-      return;
-    }
-  }
-  node->attrs.push_back(std::move(attr));
-}
+using kite::ops::int_attr;
+using kite::ops::set_attr;
+using kite::ops::string_attr;
 
 // Rewrites add tensors; their names must not clash with any other.
-std::string unique_tensor_name(const ir::Model& model, const std::string& base) {
-  std::string name = base;
-  for (int k = 1; model.find_tensor(name) >= 0; ++k) name = base + "_" + std::to_string(k);
-  return name;
-}
-
 int add_activation(ir::Model* model, const std::string& base) {
   ir::Tensor t;
-  t.name = unique_tensor_name(*model, base);
+  t.name = model->unused_tensor_name(base);
   return model->add_tensor(std::move(t));
 }
 
@@ -64,7 +37,7 @@ bool legalize_softmax(ir::Model* model, const ir::Node& node, std::vector<ir::No
   const int64_t normalized = axis < 0 ? axis + rank : axis;
 
   ir::Node same = node;
-  set_attr(&same, int_attr("axis", axis));
+  set_attr(&same.attrs, int_attr("axis", axis));
   if (!x.shape_known || normalized < 0 || normalized >= rank || normalized == rank - 1) {
     // Same meaning in both opsets (or invalid, which the op rules report).
     replacement->push_back(std::move(same));
@@ -74,7 +47,7 @@ bool legalize_softmax(ir::Model* model, const ir::Node& node, std::vector<ir::No
   const int flat = add_activation(model, x_name + "/kite_2d");
   const int flat_out = add_activation(model, node.name + "/kite_2d_out");
   ir::Tensor shape;
-  shape.name = unique_tensor_name(*model, node.name + "/kite_shape");
+  shape.name = model->unused_tensor_name(node.name + "/kite_shape");
   shape.dtype = KITE_DTYPE_INT64;
   shape.shape = {rank};
   shape.shape_known = true;
@@ -93,7 +66,7 @@ bool legalize_softmax(ir::Model* model, const ir::Node& node, std::vector<ir::No
   ir::Node op = node;
   op.inputs = {flat};
   op.outputs = {flat_out};
-  set_attr(&op, int_attr("axis", 1));
+  set_attr(&op.attrs, int_attr("axis", 1));
 
   ir::Node reshape;
   reshape.name = node.name + "/kite_reshape";

@@ -9,7 +9,8 @@
 #include <map>
 #include <string>
 
-#include "passes/graph_util.h"
+#include "passes/graph_query.h"
+#include "passes/graph_rewrite.h"
 #include "passes/pass.h"
 
 namespace kite::passes {
@@ -78,8 +79,8 @@ bool eliminate_common_subexpressions(PassContext& ctx, PassResult* result) {
   int64_t merged = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const ir::Node& n = nodes[i];
-    if (n.outputs.empty() || !n.fused_pattern.empty() || has_graph_attr(n) ||
-        is_nondeterministic(n.op)) {
+    if (n.outputs.empty() || !n.fused_pattern.empty() || n.has_subgraph() ||
+        kite::ops::is_nondeterministic_op(n.op)) {
       continue;
     }
     bool outputs_ok = true;

@@ -2,7 +2,8 @@
 // are removed (an If that is kept keeps everything its branches read), then
 // tensors nothing references any more (unused initializers, the old inputs
 // of folded constants) and graphs no node references are dropped.
-#include "passes/graph_util.h"
+#include "passes/graph_query.h"
+#include "passes/graph_rewrite.h"
 #include "passes/pass.h"
 
 namespace kite::passes {
@@ -20,12 +21,7 @@ bool eliminate_dead_code(PassContext& ctx, PassResult* result) {
     }
     if (!live[k]) continue;
     std::vector<int> reads;
-    for (int t : n.inputs) {
-      if (t >= 0) reads.push_back(t);
-    }
-    for (const ir::Attr& a : n.attrs) {
-      if (a.type == KITE_ATTR_GRAPH) collect_graph_reads(m, static_cast<int>(a.i), &reads);
-    }
+    collect_node_reads(m, n, &reads);
     for (int t : reads) needed[static_cast<size_t>(t)] = true;
   }
   std::vector<bool> dead(nodes.size(), false);

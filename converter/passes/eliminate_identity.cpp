@@ -3,7 +3,8 @@
 // produced the original writes the output directly. A copy of a graph input
 // or a constant into a graph output stays (an output must be written by a
 // node).
-#include "passes/graph_util.h"
+#include "passes/graph_query.h"
+#include "passes/graph_rewrite.h"
 #include "passes/pass.h"
 
 namespace kite::passes {

@@ -10,8 +10,10 @@
 // must have no other reader.
 #include <cmath>
 
-#include "passes/graph_util.h"
+#include "passes/graph_query.h"
+#include "passes/graph_rewrite.h"
 #include "passes/pass.h"
+#include "passes/rescale_weights.h"
 
 namespace kite::passes {
 
@@ -121,7 +123,7 @@ bool swap_through_transpose(PassContext& ctx, const UseMap& uses, int i, int t, 
   const int z = tn.inputs[0];
   const std::vector<int64_t>& zshape = tensor_at(m, z).shape;
   const size_t rank = zshape.size();
-  std::vector<int64_t> perm = attr_ints(tn, "perm", {});
+  std::vector<int64_t> perm = tn.attr_ints("perm", {});
   if (perm.empty()) {
     for (size_t k = 0; k < rank; ++k) perm.push_back(static_cast<int64_t>(rank - 1 - k));
   }
@@ -146,106 +148,101 @@ bool swap_through_transpose(PassContext& ctx, const UseMap& uses, int i, int t, 
   transpose.inputs = {t2};
   transpose.outputs = {y};
   std::swap(all[static_cast<size_t>(i)], all[static_cast<size_t>(t)]);  // the op now runs first
-  return stable_topo_sort(&m);
+  std::string cycle;
+  if (!stable_topo_sort(&m, &cycle)) {
+    return ctx.fail("internal error: moving a node before a Transpose made the graph cyclic: " + cycle);
+  }
+  return true;
 }
 
 }  // namespace
 
 bool fold_scale_into_weights(PassContext& ctx, PassResult* result) {
   ir::Model& m = *ctx.model;
-  bool again = true;
-  while (again) {
-    again = false;
-    const UseMap uses(m);
+  return rewrite_until_stable(ctx, result, [&](size_t i, const UseMap& uses) {
     std::vector<ir::Node>& nodes = m.main().nodes;
-    for (size_t i = 0; i < nodes.size() && !again; ++i) {
-      const ir::Node& n = nodes[i];
-      const bool commutative = is_op(n, "Mul") || is_op(n, "Add");
-      if (!commutative && !is_op(n, "Div") && !is_op(n, "Sub")) continue;
-      if (n.inputs.size() != 2 || n.outputs.size() != 1) continue;
-      int x = n.inputs[0], c = n.inputs[1];
-      if (commutative && is_constant(m, x) && !is_constant(m, c)) std::swap(x, c);
-      if (is_constant(m, x) || !is_constant(m, c) || !is_float32(m, c) || !is_float32(m, x)) continue;
-      const std::vector<int64_t>& out = tensor_at(m, x).shape;
-      if (tensor_at(m, n.outputs[0]).shape != out || out.size() < 2) continue;
-      const int p = uses.producer(x);
-      if (p < 0 || uses.sole_reader(x) != static_cast<int>(i)) continue;
-      const ir::Node& prod = nodes[static_cast<size_t>(p)];
-      const std::string op = n.op;
-      const int y = n.outputs[0];
-      std::vector<double> scale, shift;
-      std::string why;
+    const ir::Node& n = nodes[i];
+    const bool commutative = is_op(n, "Mul") || is_op(n, "Add");
+    if (!commutative && !is_op(n, "Div") && !is_op(n, "Sub")) return false;
+    if (n.inputs.size() != 2 || n.outputs.size() != 1) return false;
+    int x = n.inputs[0], c = n.inputs[1];
+    if (commutative && is_constant(m, x) && !is_constant(m, c)) std::swap(x, c);
+    if (is_constant(m, x) || !is_constant(m, c) || !is_float32(m, c) || !is_float32(m, x)) return false;
+    const std::vector<int64_t>& out = tensor_at(m, x).shape;
+    if (tensor_at(m, n.outputs[0]).shape != out || out.size() < 2) return false;
+    const int p = uses.producer(x);
+    if (p < 0 || uses.sole_reader(x) != static_cast<int>(i)) return false;
+    const ir::Node& prod = nodes[static_cast<size_t>(p)];
+    const std::string op = n.op;
+    const int y = n.outputs[0];
+    std::vector<double> scale, shift;
+    std::string why;
 
-      if (is_op(prod, "Conv") || is_op(prod, "ConvTranspose") || is_op(prod, "Gemm")) {
-        std::vector<double> values = channel_values(m, c, out, 1);
-        if (values.empty() || !to_scale_shift(op, values, &scale, &shift)) continue;
-        const std::string producer_op = prod.op;
-        if (!rescale_output_channels(ctx, p, scale, shift, &why)) continue;
-        m.main().nodes[static_cast<size_t>(p)].outputs[0] = y;
-        result->count(op + "_into_" + producer_op);
-      } else if (is_op(prod, "MatMul") &&
-                 (op == "Mul" || op == "Div") && prod.inputs.size() == 2 &&
-                 is_constant(m, prod.inputs[1]) && is_float32(m, prod.inputs[1]) &&
-                 tensor_at(m, prod.inputs[1]).shape.size() == 2) {
-        // MatMul(x, W) * s: scale W's columns.
-        std::vector<double> values = channel_values(m, c, out, out.size() - 1);
-        if (values.empty() || !to_scale_shift(op, values, &scale, &shift)) continue;
-        const int w = scaled_columns(ctx, prod.inputs[1], scale, prod.name);
-        ir::Node& mm = m.main().nodes[static_cast<size_t>(p)];
-        mm.inputs[1] = w;
-        mm.outputs[0] = y;
-        result->count(op + "_into_MatMul");
-      } else if (is_op(prod, "Add") && prod.inputs.size() == 2) {
-        // (MatMul(x, W) + b) op c, with W a 2-D constant and b per column:
-        // fold into W (for a scale) and b.
-        int mm_out = prod.inputs[0], b = prod.inputs[1];
-        if (is_constant(m, mm_out)) std::swap(mm_out, b);
-        if (!is_constant(m, b) || !is_float32(m, b)) continue;
-        const int q = uses.producer(mm_out);
-        if (q < 0 || uses.sole_reader(mm_out) != p) continue;
-        const ir::Node& mm = nodes[static_cast<size_t>(q)];
-        if (!is_op(mm, "MatMul") || mm.inputs.size() != 2 || !is_constant(m, mm.inputs[1]) ||
-            !is_float32(m, mm.inputs[1]) || tensor_at(m, mm.inputs[1]).shape.size() != 2 ||
-            tensor_at(m, mm_out).shape != out) {
-          continue;
-        }
-        const size_t axis = out.size() - 1;
-        std::vector<double> values = channel_values(m, c, out, axis);
-        std::vector<double> bias = channel_values(m, b, out, axis);
-        if (values.empty() || bias.empty() || !to_scale_shift(op, values, &scale, &shift)) continue;
-        for (size_t k = 0; k < bias.size(); ++k) {
-          bias[k] = bias[k] * (scale.empty() ? 1.0 : scale[k]) + (shift.empty() ? 0.0 : shift[k]);
-        }
-        std::vector<float> new_bias(bias.begin(), bias.end());
-        const int nb = add_float_constant(&m, prod.name + "/folded_bias", {out[axis]}, new_bias);
-        int w = -1;
-        if (!scale.empty()) w = scaled_columns(ctx, mm.inputs[1], scale, mm.name);
-        std::vector<ir::Node>& all = m.main().nodes;
-        if (w >= 0) all[static_cast<size_t>(q)].inputs[1] = w;
-        ir::Node& add = all[static_cast<size_t>(p)];
-        add.inputs = {mm_out, nb};
-        add.outputs[0] = y;
-        result->count(op + "_into_MatMul_bias");
-      } else if (is_op(prod, "Transpose") && prod.inputs.size() == 1 && prod.inputs[0] >= 0) {
-        // op(Transpose(z), c) = Transpose(op(z, c')) with c' the constant
-        // along the transposed axis; worth it only when op then folds into
-        // z's producer (a layer scale after a permute, as in ConvNeXt).
-        if (!swap_through_transpose(ctx, uses, static_cast<int>(i), p, x, c)) continue;
-        result->count(op + "_moved_before_Transpose");
-        result->changed = true;
-        again = true;
-        continue;
-      } else {
-        continue;
+    if (is_op(prod, "Conv") || is_op(prod, "ConvTranspose") || is_op(prod, "Gemm")) {
+      std::vector<double> values = channel_values(m, c, out, 1);
+      if (values.empty() || !to_scale_shift(op, values, &scale, &shift)) return false;
+      const std::string producer_op = prod.op;
+      if (!rescale_output_channels(ctx, p, scale, shift, &why)) return false;
+      m.main().nodes[static_cast<size_t>(p)].outputs[0] = y;
+      result->count(op + "_into_" + producer_op);
+    } else if (is_op(prod, "MatMul") &&
+               (op == "Mul" || op == "Div") && prod.inputs.size() == 2 &&
+               is_constant(m, prod.inputs[1]) && is_float32(m, prod.inputs[1]) &&
+               tensor_at(m, prod.inputs[1]).shape.size() == 2) {
+      // MatMul(x, W) * s: scale W's columns.
+      std::vector<double> values = channel_values(m, c, out, out.size() - 1);
+      if (values.empty() || !to_scale_shift(op, values, &scale, &shift)) return false;
+      const int w = scaled_columns(ctx, prod.inputs[1], scale, prod.name);
+      ir::Node& mm = m.main().nodes[static_cast<size_t>(p)];
+      mm.inputs[1] = w;
+      mm.outputs[0] = y;
+      result->count(op + "_into_MatMul");
+    } else if (is_op(prod, "Add") && prod.inputs.size() == 2) {
+      // (MatMul(x, W) + b) op c, with W a 2-D constant and b per column:
+      // fold into W (for a scale) and b.
+      int mm_out = prod.inputs[0], b = prod.inputs[1];
+      if (is_constant(m, mm_out)) std::swap(mm_out, b);
+      if (!is_constant(m, b) || !is_float32(m, b)) return false;
+      const int q = uses.producer(mm_out);
+      if (q < 0 || uses.sole_reader(mm_out) != p) return false;
+      const ir::Node& mm = nodes[static_cast<size_t>(q)];
+      if (!is_op(mm, "MatMul") || mm.inputs.size() != 2 || !is_constant(m, mm.inputs[1]) ||
+          !is_float32(m, mm.inputs[1]) || tensor_at(m, mm.inputs[1]).shape.size() != 2 ||
+          tensor_at(m, mm_out).shape != out) {
+        return false;
       }
-      std::vector<bool> dead(m.main().nodes.size(), false);
-      dead[i] = true;
-      erase_nodes(&m, dead);
-      result->changed = true;
-      again = true;
+      const size_t axis = out.size() - 1;
+      std::vector<double> values = channel_values(m, c, out, axis);
+      std::vector<double> bias = channel_values(m, b, out, axis);
+      if (values.empty() || bias.empty() || !to_scale_shift(op, values, &scale, &shift)) return false;
+      for (size_t k = 0; k < bias.size(); ++k) {
+        bias[k] = bias[k] * (scale.empty() ? 1.0 : scale[k]) + (shift.empty() ? 0.0 : shift[k]);
+      }
+      std::vector<float> new_bias(bias.begin(), bias.end());
+      const int nb = add_float_constant(&m, prod.name + "/folded_bias", {out[axis]}, new_bias);
+      int w = -1;
+      if (!scale.empty()) w = scaled_columns(ctx, mm.inputs[1], scale, mm.name);
+      std::vector<ir::Node>& all = m.main().nodes;
+      if (w >= 0) all[static_cast<size_t>(q)].inputs[1] = w;
+      ir::Node& add = all[static_cast<size_t>(p)];
+      add.inputs = {mm_out, nb};
+      add.outputs[0] = y;
+      result->count(op + "_into_MatMul_bias");
+    } else if (is_op(prod, "Transpose") && prod.inputs.size() == 1 && prod.inputs[0] >= 0) {
+      // op(Transpose(z), c) = Transpose(op(z, c')) with c' the constant
+      // along the transposed axis; worth it only when op then folds into
+      // z's producer (a layer scale after a permute, as in ConvNeXt).
+      if (!swap_through_transpose(ctx, uses, static_cast<int>(i), p, x, c)) return false;
+      result->count(op + "_moved_before_Transpose");
+      return true;
+    } else {
+      return false;
     }
-  }
-  return true;
+    std::vector<bool> dead(m.main().nodes.size(), false);
+    dead[i] = true;
+    erase_nodes(&m, dead);
+    return true;
+  });
 }
 
 }  // namespace kite::passes

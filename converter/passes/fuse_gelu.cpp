@@ -6,7 +6,9 @@
 // x * (a * 0.5), (x * 0.5) * a. Constants match within a relative 1e-4.
 // Result: one fused node, op Gelu (domain kite), attribute approximate
 // "none" or "tanh", input x, body the primitives.
-#include "passes/graph_util.h"
+#include "passes/fusion.h"
+#include "passes/graph_query.h"
+#include "passes/graph_rewrite.h"
 #include "passes/pass.h"
 
 namespace kite::passes {
@@ -166,45 +168,29 @@ int match_tanh_argument(const ir::Model& m, const UseMap& uses, int s, std::vect
 }  // namespace
 
 bool fuse_gelu(PassContext& ctx, PassResult* result) {
-  ir::Model& m = *ctx.model;
-  bool again = true;
-  while (again) {
-    again = false;
-    const UseMap uses(m);
-    const std::vector<ir::Node>& nodes = m.main().nodes;
-    for (size_t i = 0; i < nodes.size() && !again; ++i) {
-      const ir::Node& n = nodes[i];
-      const bool erf = is_op(n, "Erf");
-      if ((!erf && !is_op(n, "Tanh")) || n.inputs.size() != 1 || n.outputs.size() != 1) continue;
-      if (!is_float32(m, n.inputs[0]) || uses.sole_reader(n.inputs[0]) != static_cast<int>(i)) continue;
-      std::vector<int> members;
-      const int x = erf ? match_erf_argument(m, uses, n.inputs[0], &members)
-                        : match_tanh_argument(m, uses, n.inputs[0], &members);
-      if (x < 0 || is_constant(m, x)) continue;
-      members.push_back(static_cast<int>(i));
-      const int a = match_plus_one(m, uses, n.outputs[0], &members);
-      if (a < 0) continue;
-      const int y = match_half_x_times(m, uses, a, x, &members);
-      if (y < 0 || tensor_at(m, y).shape != tensor_at(m, x).shape) continue;
-      FusionSpec spec;
-      spec.pattern = erf ? "Gelu" : "Gelu(tanh)";
-      spec.op = "Gelu";
-      spec.nodes = members;
-      spec.inputs = {x};
-      spec.outputs = {y};
-      spec.attrs = {string_attr("approximate", erf ? "none" : "tanh")};
-      std::string why;
-      if (!apply_fusion(ctx, spec, &why)) {
-        if (!ctx.error.empty()) return false;
-        result->count("rejected");
-        continue;
-      }
-      result->count(spec.pattern);
-      result->changed = true;
-      again = true;
-    }
-  }
-  return true;
+  const ir::Model& m = *ctx.model;
+  return fuse_until_stable(ctx, result, [&](size_t i, const UseMap& uses, FusionSpec* spec) {
+    const ir::Node& n = m.main().nodes[i];
+    const bool erf = is_op(n, "Erf");
+    if ((!erf && !is_op(n, "Tanh")) || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+    if (!is_float32(m, n.inputs[0]) || uses.sole_reader(n.inputs[0]) != static_cast<int>(i)) return false;
+    std::vector<int> members;
+    const int x = erf ? match_erf_argument(m, uses, n.inputs[0], &members)
+                      : match_tanh_argument(m, uses, n.inputs[0], &members);
+    if (x < 0 || is_constant(m, x)) return false;
+    members.push_back(static_cast<int>(i));
+    const int a = match_plus_one(m, uses, n.outputs[0], &members);
+    if (a < 0) return false;
+    const int y = match_half_x_times(m, uses, a, x, &members);
+    if (y < 0 || tensor_at(m, y).shape != tensor_at(m, x).shape) return false;
+    spec->pattern = erf ? "Gelu" : "Gelu(tanh)";
+    spec->op = "Gelu";
+    spec->nodes = members;
+    spec->inputs = {x};
+    spec->outputs = {y};
+    spec->attrs = {string_attr("approximate", erf ? "none" : "tanh")};
+    return true;
+  });
 }
 
 }  // namespace kite::passes

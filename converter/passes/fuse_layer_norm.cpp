@@ -10,7 +10,9 @@
 // epsilon, body the primitives.
 #include <algorithm>
 
-#include "passes/graph_util.h"
+#include "passes/fusion.h"
+#include "passes/graph_query.h"
+#include "passes/graph_rewrite.h"
 #include "passes/pass.h"
 
 namespace kite::passes {
@@ -24,7 +26,7 @@ bool reduce_axes(const ir::Model& m, const ir::Node& n, size_t rank, std::vector
   if (n.inputs.size() > 1 && n.inputs[1] >= 0) {
     if (!int_values(m, n.inputs[1], &raw)) return false;
   } else {
-    raw = attr_ints(n, "axes", {});
+    raw = n.attr_ints("axes", {});
   }
   if (raw.empty()) return false;  // all axes (or noop_with_empty_axes): not a LayerNorm
   axes->clear();
@@ -76,124 +78,98 @@ std::vector<float> normalized_values(const ir::Model& m, int t, const std::vecto
 
 bool fuse_layer_norm(PassContext& ctx, PassResult* result) {
   ir::Model& m = *ctx.model;
-  bool again = true;
-  while (again) {
-    again = false;
-    const UseMap uses(m);
+  return fuse_until_stable(ctx, result, [&](size_t i, const UseMap& uses, FusionSpec* spec) {
     const std::vector<ir::Node>& nodes = m.main().nodes;
-    for (size_t i = 0; i < nodes.size() && !again; ++i) {
-      const ir::Node& r1 = nodes[i];
-      if (!is_op(r1, "ReduceMean") || r1.inputs.empty() || r1.outputs.size() != 1) continue;
-      const int x = r1.inputs[0];
-      if (!is_float32(m, x) || is_constant(m, x)) continue;
-      const std::vector<int64_t>& shape = tensor_at(m, x).shape;
-      std::vector<int64_t> axes;
-      if (attr_int(r1, "keepdims", 1) != 1 || !reduce_axes(m, r1, shape.size(), &axes)) continue;
-      const size_t norm_rank = axes.size();
-      bool trailing = true;
-      for (size_t k = 0; k < norm_rank; ++k) {
-        trailing = trailing && axes[k] == static_cast<int64_t>(shape.size() - norm_rank + k);
-      }
-      if (!trailing) continue;
-      // Sub(x, mean)
-      const int mean = r1.outputs[0];
-      const int sub = uses.sole_reader(mean);
-      if (sub < 0 || !is_op(nodes[static_cast<size_t>(sub)], "Sub")) continue;
-      const ir::Node& sn = nodes[static_cast<size_t>(sub)];
-      if (sn.inputs.size() != 2 || sn.inputs[0] != x || sn.inputs[1] != mean) continue;
-      const int d = sn.outputs[0];
-      // d's readers: the square and the final Div.
-      const std::vector<int>& d_readers = uses.readers(d);
-      int square = -1, div = -1;
-      for (int r : d_readers) {
-        const ir::Node& rn = nodes[static_cast<size_t>(r)];
-        float e = 0.0f;
-        if (is_op(rn, "Pow") && rn.inputs.size() == 2 && rn.inputs[0] == d &&
-            scalar_float(m, rn.inputs[1], &e) && e == 2.0f) {
-          square = r;
-        } else if (is_op(rn, "Mul") && rn.inputs.size() == 2 && rn.inputs[0] == d && rn.inputs[1] == d) {
-          square = r;
-        } else if (is_op(rn, "Div") && rn.inputs.size() == 2 && rn.inputs[0] == d) {
-          div = r;
-        }
-      }
-      if (square < 0 || div < 0) continue;
-      const int sq_out = nodes[static_cast<size_t>(square)].outputs[0];
-      const int r2 = uses.sole_reader(sq_out);
-      if (r2 < 0 || !is_op(nodes[static_cast<size_t>(r2)], "ReduceMean")) continue;
-      std::vector<int64_t> axes2;
-      const ir::Node& r2n = nodes[static_cast<size_t>(r2)];
-      if (attr_int(r2n, "keepdims", 1) != 1 || !reduce_axes(m, r2n, shape.size(), &axes2) || axes2 != axes) continue;
-      const int var = r2n.outputs[0];
-      const int add = uses.sole_reader(var);
-      if (add < 0 || !is_op(nodes[static_cast<size_t>(add)], "Add")) continue;
-      const ir::Node& an = nodes[static_cast<size_t>(add)];
-      float epsilon = 0.0f;
-      const int eps_t = an.inputs.size() == 2 ? (an.inputs[0] == var ? an.inputs[1] : an.inputs[0]) : -1;
-      if (eps_t < 0 || !scalar_float(m, eps_t, &epsilon) || !(epsilon >= 0.0f)) continue;
-      const int sqrt_n = uses.sole_reader(an.outputs[0]);
-      if (sqrt_n < 0 || !is_op(nodes[static_cast<size_t>(sqrt_n)], "Sqrt")) continue;
-      const int std_t = nodes[static_cast<size_t>(sqrt_n)].outputs[0];
-      if (uses.sole_reader(std_t) != div || nodes[static_cast<size_t>(div)].inputs[1] != std_t) continue;
-      std::vector<int> members = {static_cast<int>(i), sub, square, r2, add, sqrt_n, div};
-      int y = nodes[static_cast<size_t>(div)].outputs[0];
-      // Optional affine part.
-      std::vector<float> gamma, beta;
-      const int mul = uses.sole_reader(y);
-      if (mul >= 0 && is_op(nodes[static_cast<size_t>(mul)], "Mul")) {
-        const ir::Node& mn = nodes[static_cast<size_t>(mul)];
-        const int g = mn.inputs.size() == 2 ? (mn.inputs[0] == y ? mn.inputs[1] : mn.inputs[0]) : -1;
-        if (g >= 0 && is_constant(m, g)) gamma = normalized_values(m, g, shape, norm_rank);
-        if (!gamma.empty() && tensor_at(m, mn.outputs[0]).shape == shape) {
-          members.push_back(mul);
-          y = mn.outputs[0];
-          const int badd = uses.sole_reader(y);
-          if (badd >= 0 && is_op(nodes[static_cast<size_t>(badd)], "Add")) {
-            const ir::Node& bn = nodes[static_cast<size_t>(badd)];
-            const int b = bn.inputs.size() == 2 ? (bn.inputs[0] == y ? bn.inputs[1] : bn.inputs[0]) : -1;
-            if (b >= 0 && is_constant(m, b)) beta = normalized_values(m, b, shape, norm_rank);
-            if (!beta.empty() && tensor_at(m, bn.outputs[0]).shape == shape) {
-              members.push_back(badd);
-              y = bn.outputs[0];
-            } else {
-              beta.clear();
-            }
-          }
-        } else {
-          gamma.clear();
-        }
-      }
-      if (tensor_at(m, y).shape != shape) continue;
-      const std::vector<int64_t> norm_shape(shape.end() - static_cast<std::ptrdiff_t>(norm_rank), shape.end());
-      int64_t count = 1;
-      for (int64_t dim : norm_shape) count *= dim;
-      if (gamma.empty()) gamma.assign(static_cast<size_t>(count), 1.0f);
-      const std::string base = r1.name;
-      FusionSpec spec;
-      spec.pattern = "LayerNormalization";
-      spec.op = "LayerNormalization";
-      spec.nodes = members;
-      spec.outputs = {y};
-      spec.attrs = {int_attr("axis", static_cast<int64_t>(shape.size() - norm_rank)),
-                    float_attr("epsilon", epsilon)};
-      const size_t tensors_before = m.tensors.size();
-      const int scale_t = add_float_constant(&m, base + "/ln_scale", norm_shape, gamma);
-      const int bias_t = beta.empty() ? -1 : add_float_constant(&m, base + "/ln_bias", norm_shape, beta);
-      spec.inputs = {x, scale_t};
-      if (bias_t >= 0) spec.inputs.push_back(bias_t);
-      std::string why;
-      if (!apply_fusion(ctx, spec, &why)) {
-        if (!ctx.error.empty()) return false;
-        m.tensors.resize(tensors_before);  // drop the unused constants again
-        result->count("rejected");
-        continue;
-      }
-      result->count(beta.empty() ? "without_bias" : "with_bias");
-      result->changed = true;
-      again = true;
+    const ir::Node& r1 = nodes[i];
+    if (!is_op(r1, "ReduceMean") || r1.inputs.empty() || r1.outputs.size() != 1) return false;
+    const int x = r1.inputs[0];
+    if (!is_float32(m, x) || is_constant(m, x)) return false;
+    const std::vector<int64_t>& shape = tensor_at(m, x).shape;
+    std::vector<int64_t> axes;
+    if (r1.attr_int("keepdims", 1) != 1 || !reduce_axes(m, r1, shape.size(), &axes)) return false;
+    const size_t norm_rank = axes.size();
+    bool trailing = true;
+    for (size_t k = 0; k < norm_rank; ++k) {
+      trailing = trailing && axes[k] == static_cast<int64_t>(shape.size() - norm_rank + k);
     }
-  }
-  return true;
+    if (!trailing) return false;
+    // Sub(x, mean)
+    const int mean = r1.outputs[0];
+    const int sub = uses.sole_reader(mean);
+    if (sub < 0 || !is_op(nodes[static_cast<size_t>(sub)], "Sub")) return false;
+    const ir::Node& sn = nodes[static_cast<size_t>(sub)];
+    if (sn.inputs.size() != 2 || sn.inputs[0] != x || sn.inputs[1] != mean) return false;
+    const int d = sn.outputs[0];
+    // d's readers: the square and the final Div.
+    const std::vector<int>& d_readers = uses.readers(d);
+    int square = -1, div = -1;
+    for (int r : d_readers) {
+      const ir::Node& rn = nodes[static_cast<size_t>(r)];
+      float e = 0.0f;
+      if (is_op(rn, "Pow") && rn.inputs.size() == 2 && rn.inputs[0] == d &&
+          scalar_float(m, rn.inputs[1], &e) && e == 2.0f) {
+        square = r;
+      } else if (is_op(rn, "Mul") && rn.inputs.size() == 2 && rn.inputs[0] == d && rn.inputs[1] == d) {
+        square = r;
+      } else if (is_op(rn, "Div") && rn.inputs.size() == 2 && rn.inputs[0] == d) {
+        div = r;
+      }
+    }
+    if (square < 0 || div < 0) return false;
+    const int sq_out = nodes[static_cast<size_t>(square)].outputs[0];
+    const int r2 = uses.sole_reader(sq_out);
+    if (r2 < 0 || !is_op(nodes[static_cast<size_t>(r2)], "ReduceMean")) return false;
+    std::vector<int64_t> axes2;
+    const ir::Node& r2n = nodes[static_cast<size_t>(r2)];
+    if (r2n.attr_int("keepdims", 1) != 1 || !reduce_axes(m, r2n, shape.size(), &axes2) || axes2 != axes) return false;
+    const int var = r2n.outputs[0];
+    const int add = uses.sole_reader(var);
+    if (add < 0 || !is_op(nodes[static_cast<size_t>(add)], "Add")) return false;
+    const ir::Node& an = nodes[static_cast<size_t>(add)];
+    float epsilon = 0.0f;
+    const int eps_t = an.inputs.size() == 2 ? (an.inputs[0] == var ? an.inputs[1] : an.inputs[0]) : -1;
+    if (eps_t < 0 || !scalar_float(m, eps_t, &epsilon) || !(epsilon >= 0.0f)) return false;
+    const int sqrt_n = uses.sole_reader(an.outputs[0]);
+    if (sqrt_n < 0 || !is_op(nodes[static_cast<size_t>(sqrt_n)], "Sqrt")) return false;
+    const int std_t = nodes[static_cast<size_t>(sqrt_n)].outputs[0];
+    if (uses.sole_reader(std_t) != div || nodes[static_cast<size_t>(div)].inputs[1] != std_t) return false;
+    std::vector<int> members = {static_cast<int>(i), sub, square, r2, add, sqrt_n, div};
+    int y = nodes[static_cast<size_t>(div)].outputs[0];
+    // Optional affine part: y * gamma, then + beta, each a constant that
+    // varies only along the normalized axes. A step that matches moves y on.
+    auto affine_step = [&](const char* op, std::vector<float>* values) {
+      const int r = uses.sole_reader(y);
+      if (r < 0 || !is_op(nodes[static_cast<size_t>(r)], op)) return false;
+      const ir::Node& rn = nodes[static_cast<size_t>(r)];
+      const int c = other_operand(rn, y);
+      if (c < 0 || !is_constant(m, c) || tensor_at(m, rn.outputs[0]).shape != shape) return false;
+      *values = normalized_values(m, c, shape, norm_rank);
+      if (values->empty()) return false;
+      members.push_back(r);
+      y = rn.outputs[0];
+      return true;
+    };
+    std::vector<float> gamma, beta;
+    if (affine_step("Mul", &gamma)) affine_step("Add", &beta);
+    if (tensor_at(m, y).shape != shape) return false;
+    const std::vector<int64_t> norm_shape(shape.end() - static_cast<std::ptrdiff_t>(norm_rank), shape.end());
+    int64_t count = 1;
+    for (int64_t dim : norm_shape) count *= dim;
+    if (gamma.empty()) gamma.assign(static_cast<size_t>(count), 1.0f);
+    const std::string base = r1.name;
+    spec->pattern = "LayerNormalization";
+    spec->op = "LayerNormalization";
+    spec->nodes = members;
+    spec->outputs = {y};
+    spec->attrs = {int_attr("axis", static_cast<int64_t>(shape.size() - norm_rank)),
+                   float_attr("epsilon", epsilon)};
+    const int scale_t = add_float_constant(&m, base + "/ln_scale", norm_shape, gamma);
+    const int bias_t = beta.empty() ? -1 : add_float_constant(&m, base + "/ln_bias", norm_shape, beta);
+    spec->inputs = {x, scale_t};
+    if (bias_t >= 0) spec->inputs.push_back(bias_t);
+    spec->counter = beta.empty() ? "without_bias" : "with_bias";
+    return true;
+  });
 }
 
 }  // namespace kite::passes

@@ -6,7 +6,9 @@
 //  - Gemm followed by an activation: op FusedGemm, Gemm's inputs and
 //    attributes plus the activation's.
 // Pattern names: "MatMul+Add", "MatMul+Add+<activation>", "Gemm+<activation>".
-#include "passes/graph_util.h"
+#include "passes/fusion.h"
+#include "passes/graph_query.h"
+#include "passes/graph_rewrite.h"
 #include "passes/pass.h"
 
 namespace kite::passes {
@@ -31,71 +33,46 @@ std::vector<float> last_axis_bias(const ir::Model& m, int t, const std::vector<i
 
 bool fuse_matmul_bias(PassContext& ctx, PassResult* result) {
   ir::Model& m = *ctx.model;
-  bool again = true;
-  while (again) {
-    again = false;
-    const UseMap uses(m);
+  return fuse_until_stable(ctx, result, [&](size_t i, const UseMap& uses, FusionSpec* spec) {
     const std::vector<ir::Node>& nodes = m.main().nodes;
-    for (size_t i = 0; i < nodes.size() && !again; ++i) {
-      const ir::Node& n = nodes[i];
-      FusionSpec spec;
-      std::string key;
-      size_t tensors_before = m.tensors.size();
-      if (is_op(n, "MatMul") && n.inputs.size() == 2 && n.outputs.size() == 1) {
-        const int mm = n.outputs[0];
-        if (!is_float32(m, mm)) continue;
-        const int add = uses.sole_reader(mm);
-        if (add < 0 || !is_op(nodes[static_cast<size_t>(add)], "Add")) continue;
-        const ir::Node& an = nodes[static_cast<size_t>(add)];
-        if (an.inputs.size() != 2 || an.outputs.size() != 1) continue;
-        const int bias = an.inputs[0] == mm ? an.inputs[1] : an.inputs[0];
-        const std::vector<int64_t>& out = tensor_at(m, mm).shape;
-        if (!is_constant(m, bias) || tensor_at(m, an.outputs[0]).shape != out) continue;
-        std::vector<float> b = last_axis_bias(m, bias, out);
-        if (b.empty()) continue;
-        int bias_t = bias;
-        if (tensor_at(m, bias).shape != std::vector<int64_t>{out.back()}) {
-          bias_t = add_float_constant(&m, n.name + "/bias", {out.back()}, b);
-        }
-        spec.op = "FusedMatMul";
-        spec.pattern = "MatMul+Add";
-        spec.nodes = {static_cast<int>(i), add};
-        spec.inputs = {n.inputs[0], n.inputs[1], bias_t};
-        spec.outputs = {an.outputs[0]};
-        Activation act;
-        if (match_activation(m, uses, an.outputs[0], &act)) {
-          spec.pattern += "+" + act.kind;
-          spec.nodes.insert(spec.nodes.end(), act.nodes.begin(), act.nodes.end());
-          spec.outputs = {act.output};
-          add_activation_attrs(act, &spec.attrs);
-        }
-      } else if (is_op(n, "Gemm") && n.outputs.size() == 1) {
-        Activation act;
-        if (!is_float32(m, n.outputs[0]) || !match_activation(m, uses, n.outputs[0], &act)) continue;
-        spec.op = "FusedGemm";
-        spec.pattern = "Gemm+" + act.kind;
-        spec.nodes = {static_cast<int>(i)};
-        spec.nodes.insert(spec.nodes.end(), act.nodes.begin(), act.nodes.end());
-        spec.inputs = n.inputs;
-        spec.outputs = {act.output};
-        spec.attrs = n.attrs;
-        add_activation_attrs(act, &spec.attrs);
-      } else {
-        continue;
+    const ir::Node& n = nodes[i];
+    if (is_op(n, "MatMul") && n.inputs.size() == 2 && n.outputs.size() == 1) {
+      const int mm = n.outputs[0];
+      if (!is_float32(m, mm)) return false;
+      const int add = uses.sole_reader(mm);
+      if (add < 0 || !is_op(nodes[static_cast<size_t>(add)], "Add")) return false;
+      const ir::Node& an = nodes[static_cast<size_t>(add)];
+      if (an.inputs.size() != 2 || an.outputs.size() != 1) return false;
+      const int bias = other_operand(an, mm);
+      const std::vector<int64_t>& out = tensor_at(m, mm).shape;
+      if (!is_constant(m, bias) || tensor_at(m, an.outputs[0]).shape != out) return false;
+      std::vector<float> b = last_axis_bias(m, bias, out);
+      if (b.empty()) return false;
+      int bias_t = bias;
+      if (tensor_at(m, bias).shape != std::vector<int64_t>{out.back()}) {
+        bias_t = add_float_constant(&m, n.name + "/bias", {out.back()}, b);
       }
-      std::string why;
-      if (!apply_fusion(ctx, spec, &why)) {
-        if (!ctx.error.empty()) return false;
-        m.tensors.resize(tensors_before);
-        result->count("rejected");
-        continue;
+      spec->op = "FusedMatMul";
+      spec->pattern = "MatMul+Add";
+      spec->nodes = {static_cast<int>(i), add};
+      spec->inputs = {n.inputs[0], n.inputs[1], bias_t};
+      spec->outputs = {an.outputs[0]};
+      Activation act;
+      if (match_activation(m, uses, an.outputs[0], &act)) {
+        spec->pattern += "+" + act.kind;
+        spec->nodes.insert(spec->nodes.end(), act.nodes.begin(), act.nodes.end());
+        spec->outputs = {act.output};
+        add_activation_attrs(act, &spec->attrs);
       }
-      result->count(spec.pattern);
-      result->changed = true;
-      again = true;
+    } else if (is_op(n, "Gemm") && n.outputs.size() == 1) {
+      Activation act;
+      if (!is_float32(m, n.outputs[0]) || !match_activation(m, uses, n.outputs[0], &act)) return false;
+      *spec = node_with_activation(m, i, act, "FusedGemm");
+    } else {
+      return false;
     }
-  }
-  return true;
+    return true;
+  });
 }
 
 }  // namespace kite::passes

@@ -2,7 +2,7 @@
 // it takes; the other branch is dropped (compact_model removes its graph).
 // An If whose condition is known only at run time is kept with both
 // branches: the runtime executes the one the condition picks.
-#include "passes/graph_util.h"
+#include "passes/graph_query.h"
 #include "passes/pass.h"
 
 namespace kite::passes {

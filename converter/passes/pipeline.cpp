@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "passes/graph_util.h"
+#include "passes/graph_query.h"
 #include "passes/pass.h"
 
 namespace kite::passes {

@@ -4,6 +4,8 @@
 #include <set>
 
 #include "cpu_backend.h"
+#include "kite/abi/node.h"
+#include "kite/abi/table.h"
 #include "kite/ops/op_node.h"
 
 namespace kite::converter {
@@ -19,47 +21,43 @@ std::string with_label(const std::string& label, const char* message) {
   return text.compare(0, label.size(), label) == 0 ? text : label + ": " + text;
 }
 
-// An ABI view of one ir::Node. Everything the kite_backend_node points to is
-// owned here (or by the model/node, which outlive it).
+// The ABI form of one ir::Node (kite/abi/node.h builds it): its tensors in a
+// table of their own, constants at their bytes, outputs at `outputs`'
+// buffers (or nowhere, when only asking supports2).
 class AbiNode {
  public:
-  // outputs: buffers for the outputs (sized here), or null when only asking
-  // supports(). require_constant_inputs: fail on a non-constant input.
   bool build(const ir::Model& model, const ir::Node& node,
              std::vector<std::vector<uint8_t>>* outputs, bool require_constant_inputs,
              std::string* err) {
-    const std::string label = node.op + " '" + node.name + "'";
-    tensors_.reserve(node.inputs.size() + node.outputs.size());
-    shapes_.reserve(node.inputs.size() + node.outputs.size());
-
+    const std::string label = node.label();
+    kite::abi::Node::Spec spec;
+    spec.name = node.name.c_str();
+    spec.op = node.op.c_str();
+    spec.domain = node.domain.c_str();
+    spec.fused_pattern = node.fused_pattern.c_str();
     for (int index : node.inputs) {
       if (index < 0) {
-        inputs_.push_back(nullptr);
+        spec.inputs.push_back(-1);
         continue;
       }
       if (static_cast<size_t>(index) >= model.tensors.size()) {
         return fail(err, label + ": input tensor index " + std::to_string(index) + " is invalid");
       }
       const ir::Tensor& t = model.tensors[static_cast<size_t>(index)];
-      if (!t.shape_known) {
-        return fail(err, label + ": input '" + t.name + "' has no known shape");
-      }
+      if (!t.shape_known) return fail(err, label + ": input '" + t.name + "' has no known shape");
       if (require_constant_inputs && !t.is_constant()) {
         return fail(err, label + ": input '" + t.name + "' is not a constant");
       }
-      void* data = nullptr;
+      const void* bytes = nullptr;
       if (t.is_constant()) {
         if (t.data.size() != t.byte_size()) {
-          return fail(err, label + ": constant '" + t.name + "' holds " +
-                               std::to_string(t.data.size()) + " bytes, expected " +
-                               std::to_string(t.byte_size()));
+          return fail(err, label + ": constant '" + t.name + "' holds " + std::to_string(t.data.size()) +
+                               " bytes, expected " + std::to_string(t.byte_size()));
         }
-        // The backend only reads constants (is_constant = 1).
-        data = t.data.empty() ? g_empty_buffer : const_cast<uint8_t*>(t.data.data());
+        bytes = t.data.empty() ? g_empty_buffer : t.data.data();
       }
-      inputs_.push_back(add_tensor(t, data, t.is_constant()));
+      spec.inputs.push_back(add(t, bytes));
     }
-
     if (outputs) outputs->assign(node.outputs.size(), {});
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       const int index = node.outputs[k];
@@ -67,7 +65,7 @@ class AbiNode {
         // An unused optional output is a NULL entry, as the runtime passes
         // it. The evaluator needs every output, though.
         if (!outputs) {
-          outputs_.push_back(nullptr);
+          spec.outputs.push_back(-1);
           continue;
         }
         return fail(err, label + ": output " + std::to_string(k) +
@@ -80,68 +78,30 @@ class AbiNode {
       if (!t.shape_known || t.dtype == KITE_DTYPE_UNDEFINED) {
         return fail(err, label + ": output '" + t.name + "' has no inferred dtype and shape");
       }
-      void* data = nullptr;
+      const int slot = add(t, nullptr);
       if (outputs) {
         uint64_t bytes = 0;
-        if (!kite::ops::checked_byte_size(t.dtype, t.shape, &bytes) ||
-            bytes > (*outputs)[k].max_size()) {
+        if (!kite::ops::checked_byte_size(t.dtype, t.shape, &bytes) || bytes > (*outputs)[k].max_size()) {
           return fail(err, label + ": output '" + t.name + "' is too large");
         }
         (*outputs)[k].resize(static_cast<size_t>(bytes));
-        data = bytes == 0 ? g_empty_buffer : (*outputs)[k].data();
+        tensors_.at(slot).data = bytes == 0 ? g_empty_buffer : (*outputs)[k].data();
       }
-      outputs_.push_back(add_tensor(t, data, false));
+      spec.outputs.push_back(slot);
     }
-
-    attrs_.reserve(node.attrs.size());
-    attr_strings_.reserve(node.attrs.size());
     for (const ir::Attr& a : node.attrs) {
       if (a.type == KITE_ATTR_GRAPH) {
         return fail(err, label + ": attribute '" + a.name +
                              "' is a subgraph; the CPU evaluator runs single nodes only");
       }
-      kite_backend_attr out = {};
-      out.name = a.name.c_str();
-      out.type = a.type;
-      out.i = a.i;
-      out.f = a.f;
-      out.s = a.s.c_str();
-      attr_strings_.emplace_back();
-      switch (a.type) {
-        case KITE_ATTR_INTS:
-          out.count = static_cast<int32_t>(a.ints.size());
-          out.ints = a.ints.data();
-          break;
-        case KITE_ATTR_FLOATS:
-          out.count = static_cast<int32_t>(a.floats.size());
-          out.floats = a.floats.data();
-          break;
-        case KITE_ATTR_STRINGS:
-          for (const std::string& s : a.strings) attr_strings_.back().push_back(s.c_str());
-          out.count = static_cast<int32_t>(a.strings.size());
-          out.strings = attr_strings_.back().data();
-          break;
-        default:
-          break;
-      }
-      attrs_.push_back(out);
     }
-
-    node_ = {};
-    node_.name = node.name.c_str();
-    node_.op = node.op.c_str();
-    node_.domain = node.domain.c_str();
-    node_.fused_pattern = node.fused_pattern.c_str();
-    node_.num_inputs = static_cast<int32_t>(inputs_.size());
-    node_.inputs = inputs_.data();
-    node_.num_outputs = static_cast<int32_t>(outputs_.size());
-    node_.outputs = outputs_.data();
-    node_.num_attrs = static_cast<int32_t>(attrs_.size());
-    node_.attrs = attrs_.data();
+    attrs_.assign(node.attrs);
+    spec.attrs = &attrs_;
+    node_.build(spec, &tensors_);
     return true;
   }
 
-  const kite_backend_node* node() const { return &node_; }
+  const kite_backend_node2* node() const { return node_.v2(); }
 
  private:
   static bool fail(std::string* err, const std::string& message) {
@@ -149,27 +109,21 @@ class AbiNode {
     return false;
   }
 
-  const kite_backend_tensor* add_tensor(const ir::Tensor& t, void* data, bool is_constant) {
-    shapes_.push_back(t.shape);
-    kite_backend_tensor bt = {};
-    bt.name = t.name.c_str();
-    bt.dtype = t.dtype;
-    bt.rank = static_cast<int32_t>(t.shape.size());
-    bt.shape = shapes_.back().data();
-    bt.byte_size = t.byte_size();
-    bt.data = data;
-    bt.is_constant = is_constant ? 1 : 0;
-    tensors_.push_back(bt);  // capacity reserved: pointers stay valid
-    return &tensors_.back();
+  int add(const ir::Tensor& t, const void* constant_bytes) {
+    kite::abi::TensorDesc d;
+    d.name = t.name.c_str();
+    d.dtype = t.dtype;
+    d.rank = static_cast<int32_t>(t.shape.size());
+    d.shape = t.shape.data();
+    d.byte_size = t.byte_size();
+    d.is_constant = t.is_constant();
+    d.host_data = constant_bytes;  // the backend only reads constants
+    return tensors_.add(d);
   }
 
-  std::vector<std::vector<int64_t>> shapes_;
-  std::vector<kite_backend_tensor> tensors_;
-  std::vector<const kite_backend_tensor*> inputs_;
-  std::vector<const kite_backend_tensor*> outputs_;
-  std::vector<kite_backend_attr> attrs_;
-  std::vector<std::vector<const char*>> attr_strings_;
-  kite_backend_node node_ = {};
+  kite::abi::TensorTable tensors_;
+  kite::abi::AttrTable attrs_;
+  kite::abi::Node node_;
 };
 
 }  // namespace
@@ -181,18 +135,17 @@ CpuEvaluator::~CpuEvaluator() {
 bool CpuEvaluator::ensure_backend(std::string* err) {
   if (backend_) return true;
   const kite_backend_api* api = kite_cpu_backend_api();
-  if (!api || api->abi_version != KITE_BACKEND_ABI_VERSION ||
-      api->struct_size < offsetof(kite_backend_api, release) + sizeof(api->release) ||
-      !api->create || !api->destroy || !api->supports || !api->prepare || !api->execute ||
-      !api->release) {
-    if (err) *err = "the CPU backend's ABI table is missing or of another version";
+  const std::string problem = kite::abi::check_table(api);
+  if (!problem.empty() || api->abi_version < 2 || !api->workspace_size || !api->bind) {
+    if (err) *err = "the CPU backend's ABI table is unusable: " + (problem.empty() ? "not ABI version 2" : problem);
     return false;
   }
-  kite_backend_options options = {};
-  options.threads = 1;  // constant subexpressions are small
+  kite_backend_create_info info = {};
+  info.struct_size = sizeof info;
+  info.threads = 1;  // constant subexpressions are small
   char message[512] = {};
   void* backend = nullptr;
-  if (api->create(&options, &backend, message, sizeof message) != KITE_OK || !backend) {
+  if (api->create2(nullptr, &info, &backend, message, sizeof message) != KITE_OK || !backend) {
     if (err) *err = std::string("cannot create the CPU backend: ") + message;
     return false;
   }
@@ -206,7 +159,7 @@ bool CpuEvaluator::supports(const ir::Model& model, const ir::Node& node, std::s
   AbiNode abi;
   if (!abi.build(model, node, nullptr, false, reason)) return false;
   char message[512] = {};
-  if (api_->supports(backend_, abi.node(), message, sizeof message)) return true;
+  if (api_->supports2(backend_, abi.node(), message, sizeof message)) return true;
   if (reason) *reason = message;
   return false;
 }
@@ -221,18 +174,32 @@ bool CpuEvaluator::evaluate(const ir::Model& model, const ir::Node& node,
   std::vector<std::vector<uint8_t>> outputs;
   AbiNode abi;
   if (!abi.build(model, node, &outputs, true, err)) return false;
-  const std::string label = node.op + " '" + node.name + "'";
+  const std::string label = node.label();
   char message[512] = {};
-  if (!api_->supports(backend_, abi.node(), message, sizeof message)) {
+  if (!api_->supports2(backend_, abi.node(), message, sizeof message)) {
     if (err) *err = label + ": the CPU backend does not run it: " + message;
     return false;
   }
   void* kernel = nullptr;
-  if (api_->prepare(backend_, abi.node(), &kernel, message, sizeof message) != KITE_OK) {
+  if (api_->prepare2(backend_, abi.node(), &kernel, message, sizeof message) != KITE_OK) {
     if (err) *err = with_label(label, message);
     return false;
   }
-  const kite_status status = api_->execute(backend_, kernel, message, sizeof message);
+  // The scratch its kernels declared, handed over as the runtime does
+  // (this evaluator binds again whenever the need grows).
+  uint64_t bytes = 0;
+  kite_status status = api_->workspace_size(backend_, &bytes, message, sizeof message);
+  if (status == KITE_OK && (bytes > workspace_bytes_ || !bound_)) {
+    workspace_.assign(static_cast<size_t>((bytes + sizeof(float) - 1) / sizeof(float)), 0.0f);
+    workspace_bytes_ = workspace_.size() * sizeof(float);
+    kite_backend_bindings bindings = {};
+    bindings.struct_size = sizeof bindings;
+    bindings.workspace_host = workspace_.empty() ? nullptr : workspace_.data();
+    bindings.workspace_size = workspace_bytes_;
+    status = api_->bind(backend_, &bindings, message, sizeof message);
+    bound_ = status == KITE_OK;
+  }
+  if (status == KITE_OK) status = api_->execute(backend_, kernel, message, sizeof message);
   api_->release(backend_, kernel);
   if (status != KITE_OK) {
     if (err) *err = with_label(label, message);

@@ -36,6 +36,9 @@ class CpuEvaluator {
 
   const kite_backend_api* api_ = nullptr;
   void* backend_ = nullptr;
+  std::vector<float> workspace_;  // the CPU kernels' scratch (workspace_size)
+  uint64_t workspace_bytes_ = 0;
+  bool bound_ = false;
 };
 
 // Asks the CPU backend's supports() about every node that would run: the

@@ -9,43 +9,30 @@
 
 namespace kite::converter {
 
-void materialize_outputs(ir::Model* model) {
-  ir::Graph& g = model->main();
-  for (int& out : g.outputs) {
-    ir::Tensor& t = model->tensors[static_cast<size_t>(out)];
-    if (t.kind != ir::TensorKind::Constant && t.kind != ir::TensorKind::Input) {
-      t.kind = ir::TensorKind::Output;
-      continue;
-    }
-    ir::Tensor copy;
-    copy.name = t.name;
-    copy.dtype = t.dtype;
-    copy.shape = t.shape;
-    copy.shape_known = true;
-    copy.kind = ir::TensorKind::Output;
-    // Both keep the name the user knows: inputs and outputs are looked up in
-    // separate lists.
-    const int src = out;
-    const int dst = model->add_tensor(std::move(copy));
-    ir::Node n;
-    n.name = model->tensors[static_cast<size_t>(dst)].name + "__copy";
-    n.op = "Identity";
-    n.inputs = {src};
-    n.outputs = {dst};
-    g.nodes.push_back(std::move(n));
-    out = dst;
-  }
-}
-
 bool convert_onnx_file(const std::string& onnx_path, const ConvertOptions& options,
                        ir::Model* model, ConvertReport* report, std::string* err) {
   ImportOptions import_options;
   import_options.input_shapes = options.input_shapes;
-  if (!import_onnx_file(onnx_path, import_options, model, err)) return false;
+  if (!import_onnx_file(onnx_path, import_options, model, err)) {
+    // The importer words every refusal of a valid construct it cannot
+    // represent (unknown op, dtype, attribute type) "... Kite does not
+    // support ..."; anything else is a malformed or unreadable model.
+    report->failed_step =
+        err->find("Kite does not support") != std::string::npos ? "support" : "import";
+    return false;
+  }
   report->onnx_nodes = model->graphs.empty() ? 0 : model->main().nodes.size();
-  if (!infer_shapes(model, err)) return false;
+  if (!infer_shapes(model, err)) {
+    // Ops without op rules that did not fold away are listed as unsupported.
+    report->failed_step =
+        err->find("use operators Kite does not support") != std::string::npos ? "support" : "shapes";
+    return false;
+  }
   // Refuse now, listing every node at once, what no backend could run.
-  if (!check_cpu_support(*model, err)) return false;
+  if (!check_cpu_support(*model, err)) {
+    report->failed_step = "support";
+    return false;
+  }
 
   // The optimizer (converter/passes/pipeline.cpp).
   report->nodes_before = model->main().nodes.size();
@@ -54,7 +41,10 @@ bool convert_onnx_file(const std::string& onnx_path, const ConvertOptions& optio
   pipeline.level = options.opt_level;
   pipeline.disabled = options.disabled_passes;
   passes::PipelineReport optimized;
-  if (!passes::run_pipeline(model, pipeline, &optimized, err)) return false;
+  if (!passes::run_pipeline(model, pipeline, &optimized, err)) {
+    report->failed_step = "optimize";
+    return false;
+  }
   report->passes = optimized.passes;
   report->fusions = optimized.fusions;
   report->folded_weight_bytes = optimized.folded_weight_bytes;
@@ -64,13 +54,26 @@ bool convert_onnx_file(const std::string& onnx_path, const ConvertOptions& optio
   kite::memory::PlanOptions plan_options;
   plan_options.alignment = options.arena_alignment;
   plan_options.allow_aliasing = options.allow_aliasing;
-  if (options.memory_budget > 0) {
-    if (!kite::memory::apply_memory_budget(model, options.memory_budget, plan_options,
+  if (options.memory_budget > 0 || options.memory_budget_ratio > 0) {
+    if (!kite::memory::apply_memory_budget(model, options.memory_budget,
+                                           options.memory_budget_ratio, plan_options,
                                            &report->budget, err)) {
+      report->failed_step = "memory";
       return false;
     }
   }
-  if (!kite::memory::plan_memory(model, plan_options, &report->memory, err)) return false;
+  // Precision after the budget, whose patching and recomputation reason
+  // about float32 activations: the budget is met in fp32 and float16 only
+  // shrinks the arena further. Its casts are kernel launches too.
+  if (!apply_precision(model, options.precision, &report->precision, err)) {
+    report->failed_step = "precision";
+    return false;
+  }
+  report->kernel_launches_after += report->precision.casts;
+  if (!kite::memory::plan_memory(model, plan_options, &report->memory, err)) {
+    report->failed_step = "memory";
+    return false;
+  }
 
   report->nodes = model->main().nodes.size();
   report->tensors = model->tensors.size();

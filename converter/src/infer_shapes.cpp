@@ -1,4 +1,4 @@
-#include "infer_shapes.h"
+#include "src/infer_shapes.h"
 
 #include <cstring>
 #include <map>
@@ -6,47 +6,29 @@
 #include <utility>
 #include <vector>
 
-#include "const_eval.h"
 #include "kite/ops/op_node.h"
 #include "onnx/onnx_legacy.h"
+#include "src/const_eval.h"
+#include "src/fold_policy.h"
+#include "src/ref_eval.h"
 
 namespace kite::converter {
 
 namespace {
 
-std::string node_label(const ir::Node& node) { return node.op + " '" + node.name + "'"; }
-
-// "1x?x4" for a declared shape with unknown (-1) dims.
-std::string declared_text(const std::vector<int64_t>& shape) {
-  if (shape.empty()) return "scalar";
-  std::string out;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) out += "x";
-    out += shape[i] < 0 ? "?" : std::to_string(shape[i]);
-  }
-  return out;
-}
-
-// Ops whose result must not be baked into the file even with constant inputs.
-bool is_nondeterministic(const std::string& op) {
-  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" ||
-         op == "RandomUniformLike" || op == "Multinomial" || op == "Bernoulli";
-}
-
 class ShapeInference {
  public:
-  explicit ShapeInference(ir::Model* model) : model_(model) {
-    for (const ir::Graph& g : model->graphs) {
-      graph_outputs_.insert(g.outputs.begin(), g.outputs.end());
-    }
-    if (!model->graphs.empty()) {
-      main_outputs_.insert(model->graphs[0].outputs.begin(), model->graphs[0].outputs.end());
-    }
-  }
+  explicit ShapeInference(ir::Model* model) : model_(model), policy_(*model, &evaluator_) {}
 
   bool run() {
     if (model_->graphs.empty()) return fail("the model has no graph");
-    return infer_graph(0);
+    if (!infer_graph(0)) return false;
+    if (unsupported_.empty()) return true;
+    std::string text = std::to_string(unsupported_.size()) +
+                       " node(s) use operators Kite does not support (they remain after "
+                       "constant folding):";
+    for (const std::string& line : unsupported_) text += "\n" + line;
+    return fail(text);
   }
   const std::string& error() const { return err_; }
 
@@ -82,6 +64,12 @@ class ShapeInference {
     size_t i = 0;
     for (; ok && i < pending.size(); ++i) {
       std::vector<ir::Node> expanded;
+      if (blocked(pending[i])) {
+        // Downstream of an unsupported op that remains: nothing to infer;
+        // run() reports the unsupported nodes.
+        done.push_back(std::move(pending[i]));
+        continue;
+      }
       if (!check_io(pending[i]) ||
           !legalize_legacy_node(model_, pending[i], &expanded, &err_)) {
         ok = false;
@@ -107,19 +95,19 @@ class ShapeInference {
     for (int index : node.inputs) {
       if (index < 0) continue;
       if (!valid_index(index)) {
-        return fail(node_label(node) + ": input tensor index " + std::to_string(index) +
+        return fail(node.label() + ": input tensor index " + std::to_string(index) +
                     " is invalid");
       }
       const ir::Tensor& t = tensor(index);
       if (!t.shape_known) {
-        return fail(node_label(node) + ": input '" + t.name +
+        return fail(node.label() + ": input '" + t.name +
                     "' has no known shape (is it produced after this node, or a subgraph "
                     "input without a declared shape?)");
       }
     }
     for (int index : node.outputs) {
       if (index >= 0 && !valid_index(index)) {
-        return fail(node_label(node) + ": output tensor index " + std::to_string(index) +
+        return fail(node.label() + ": output tensor index " + std::to_string(index) +
                     " is invalid");
       }
     }
@@ -131,7 +119,7 @@ class ShapeInference {
   bool set_inferred(const ir::Node& node, int index, kite_dtype dtype,
                     const std::vector<int64_t>& shape) {
     ir::Tensor& t = tensor(index);
-    const std::string where = "tensor '" + t.name + "' (output of " + node_label(node) + ")";
+    const std::string where = "tensor '" + t.name + "' (output of " + node.label() + ")";
     if (t.dtype != KITE_DTYPE_UNDEFINED && t.dtype != dtype) {
       return fail("inconsistent dtypes for " + where + ": the model declares " +
                   kite::ops::dtype_name(t.dtype) + ", Kite infers " +
@@ -151,7 +139,7 @@ class ShapeInference {
     }
     if (!consistent) {
       return fail("inconsistent shapes for " + where + ": the model declares " +
-                  declared_text(t.shape) + ", Kite infers " + kite::ops::shape_string(shape));
+                  ir::declared_shape_string(t.shape) + ", Kite infers " + kite::ops::shape_string(shape));
     }
     t.dtype = dtype;
     t.shape = shape;
@@ -159,9 +147,54 @@ class ShapeInference {
     return true;
   }
 
+  // True (and its outputs marked blocked) when an input comes from a node
+  // that could not be inferred because its op is unsupported.
+  bool blocked(const ir::Node& node) {
+    bool any = false;
+    for (int index : node.inputs) {
+      if (index >= 0 && blocked_.count(index)) any = true;
+    }
+    if (any) {
+      for (int index : node.outputs) {
+        if (index >= 0) blocked_.insert(index);
+      }
+    }
+    return any;
+  }
+
+  // An op without op rules that the reference evaluator computes: folded
+  // when its inputs are constants, else listed as unsupported.
+  bool infer_by_reference(const ir::Node& node, bool* folded) {
+    std::string why;
+    if (!policy_.can_reference_fold(*model_, node, &why)) {
+      unsupported_.push_back("node '" + node.name + "': op '" + node.op +
+                             "' (domain 'ai.onnx', opset " + std::to_string(model_->source_opset) +
+                             ") is not supported; Kite computes it only at convert time, from "
+                             "constants, but " + why);
+      for (int index : node.outputs) {
+        if (index >= 0) blocked_.insert(index);
+      }
+      return true;
+    }
+    std::vector<RefValue> values;
+    if (!policy_.reference_fold(*model_, node, &values, &err_)) return false;
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      if (!set_inferred(node, node.outputs[k], values[k].dtype, values[k].shape)) return false;
+    }
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      make_constant(node.outputs[k], std::move(values[k].data));
+    }
+    *folded = true;
+    return true;
+  }
+
   bool infer_node(ir::Node& node, bool* folded) {
     if (node.op == "If" && node.domain.empty()) return infer_if(node);
     if (!check_io(node)) return false;
+    if (node.domain.empty() && !kite::ops::is_known_op(node.op) &&
+        has_reference_evaluator(node.op)) {
+      return infer_by_reference(node, folded);
+    }
     const kite::ops::OpNode op = ir::to_op_node(*model_, node);
     std::vector<kite::ops::TensorType> outputs;
     std::string why;
@@ -179,7 +212,7 @@ class ShapeInference {
       return fail(why);
     }
     if (outputs.size() != node.outputs.size()) {
-      return fail(node_label(node) + ": internal error: " + std::to_string(outputs.size()) +
+      return fail(node.label() + ": internal error: " + std::to_string(outputs.size()) +
                   " outputs inferred for " + std::to_string(node.outputs.size()));
     }
     for (size_t k = 0; k < outputs.size(); ++k) {
@@ -189,124 +222,36 @@ class ShapeInference {
     return maybe_fold(node, folded);
   }
 
-  bool foldable(const ir::Node& node) const {
-    if (node.outputs.empty() || is_nondeterministic(node.op) || !node.fused_pattern.empty()) {
-      return false;
-    }
-    for (const ir::Attr& a : node.attrs) {
-      if (a.type == KITE_ATTR_GRAPH) return false;
-    }
-    // Shape and Size of a main-graph output are folded anyway: their value
-    // is known, and no backend runs them (the converter copies a constant
-    // graph output into the output tensor).
-    const bool shape_query = (node.op == "Shape" || node.op == "Size") && node.domain.empty();
-    for (int index : node.outputs) {
-      if (index < 0) return false;
-      if (graph_outputs_.count(index) && !(shape_query && main_outputs_.count(index))) return false;
-    }
-    return true;
-  }
-
-  bool all_inputs_constant(const ir::Node& node) const {
-    bool any = false;
-    for (int index : node.inputs) {
-      if (index < 0) continue;
-      if (!model_->tensors[static_cast<size_t>(index)].is_constant()) return false;
-      any = true;
-    }
-    return any;
-  }
-
   void make_constant(int index, std::vector<uint8_t> data) {
     ir::Tensor& t = tensor(index);
     t.kind = ir::TensorKind::Constant;
     t.data = std::move(data);
   }
 
-  // Shape and Size only need their input's shape, which is known here.
-  bool fold_shape_query(const ir::Node& node) {
-    const ir::Tensor& input = tensor(node.inputs.at(0));
-    const std::vector<int64_t>& dims = input.shape;
-    std::vector<int64_t> value;
-    if (node.op == "Size") {
-      int64_t numel = 0;
-      if (!kite::ops::checked_numel(dims, &numel)) {
-        return fail(node_label(node) + ": input '" + input.name + "' has too many elements");
-      }
-      value.push_back(numel);
-    } else {
-      const int64_t rank = static_cast<int64_t>(dims.size());
-      auto clamp = [rank](int64_t v) {
-        if (v < 0) v += rank;
-        return v < 0 ? 0 : (v > rank ? rank : v);
-      };
-      const ir::Attr* start_attr = node.find_attr("start");
-      const ir::Attr* end_attr = node.find_attr("end");
-      const int64_t start = clamp(start_attr ? start_attr->i : 0);
-      const int64_t end = clamp(end_attr ? end_attr->i : rank);
-      for (int64_t i = start; i < end; ++i) value.push_back(dims[static_cast<size_t>(i)]);
-    }
-    const ir::Tensor& out = tensor(node.outputs.at(0));
-    if (out.dtype != KITE_DTYPE_INT64 ||
-        static_cast<uint64_t>(value.size() * sizeof(int64_t)) != out.byte_size()) {
-      return fail(node_label(node) + ": internal error: folded value disagrees with the " +
-                  "inferred " + kite::ops::dtype_name(out.dtype) + " " +
-                  kite::ops::shape_string(out.shape));
-    }
-    std::vector<uint8_t> bytes(value.size() * sizeof(int64_t));
-    if (!value.empty()) std::memcpy(bytes.data(), value.data(), bytes.size());
-    make_constant(node.outputs[0], std::move(bytes));
-    return true;
-  }
-
+  // Folds the node when the folding policy (src/fold_policy.h) lets it; a
+  // node with constant inputs that stays gets the reason noted, so a later
+  // "value must be known" error can name it.
   bool maybe_fold(const ir::Node& node, bool* folded) {
     *folded = false;
-    if (!foldable(node)) return true;
-    if ((node.op == "Shape" || node.op == "Size") && node.domain.empty() &&
-        node.outputs.size() == 1 && !node.inputs.empty() && node.inputs[0] >= 0) {
-      if (!fold_shape_query(node)) return false;
-      *folded = true;
-      return true;
-    }
-    if (!all_inputs_constant(node)) {
-      // When every input that is not a constant is itself a constant
-      // expression left unfolded, so are this node's outputs: keep the root
-      // reason, so a later "value must be known" error can name it.
-      std::string root;
-      bool any = false;
-      for (int index : node.inputs) {
-        if (index < 0 || tensor(index).is_constant()) continue;
-        auto it = not_folded_.find(index);
-        if (it == not_folded_.end()) return true;
-        if (!any) root = it->second;
-        any = true;
-      }
-      if (any) {
-        for (int index : node.outputs) {
-          if (index >= 0) not_folded_[index] = root;
-        }
-      }
-      return true;
-    }
-    uint64_t total = 0;
-    for (int index : node.outputs) total += tensor(index).byte_size();
-    std::string reason;
-    if (total > kMaxFoldedBytes) {
-      reason = "its outputs are " + std::to_string(total) + " bytes, more than the " +
-               std::to_string(kMaxFoldedBytes) + " folded here";
-    } else if (!evaluator_.supports(*model_, node, &reason)) {
-      reason = "the CPU backend does not run " + node_label(node) +
-               (reason.empty() ? std::string() : ": " + reason);
-    }
-    if (!reason.empty()) {
-      // It runs at run time instead.
-      for (int index : node.outputs) not_folded_[index] = reason;
-      return true;
+    const FoldDecision decision = policy_.decide(*model_, node);
+    switch (decision.verdict) {
+      case FoldVerdict::kNever:
+        if (!decision.constant_inputs) note_constant_expression(node);
+        return true;
+      case FoldVerdict::kRefused:
+      case FoldVerdict::kFoldIfReadersFold:
+        // It runs at run time, or fold_constants folds it with its readers.
+        for (int index : node.outputs) not_folded_[index] = decision.reason;
+        return true;
+      case FoldVerdict::kFold:
+        break;
     }
     std::vector<std::vector<uint8_t>> values;
-    std::string why;
-    if (!evaluator_.evaluate(*model_, node, &values, &why)) {
-      return fail("cannot evaluate constant node " + node_label(node) + ": " + why);
+    std::string refusal;
+    if (!policy_.compute(*model_, node, &values, &refusal, &err_)) return false;
+    if (!refusal.empty()) {
+      for (int index : node.outputs) not_folded_[index] = refusal;
+      return true;
     }
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       make_constant(node.outputs[k], std::move(values[k]));
@@ -315,8 +260,26 @@ class ShapeInference {
     return true;
   }
 
+  // When every input that is not a constant is itself a constant expression
+  // left unfolded, so are this node's outputs: they keep the root reason.
+  void note_constant_expression(const ir::Node& node) {
+    std::string root;
+    bool any = false;
+    for (int index : node.inputs) {
+      if (index < 0 || !valid_index(index) || tensor(index).is_constant()) continue;
+      auto it = not_folded_.find(index);
+      if (it == not_folded_.end()) return;
+      if (!any) root = it->second;
+      any = true;
+    }
+    if (!any) return;
+    for (int index : node.outputs) {
+      if (index >= 0) not_folded_[index] = root;
+    }
+  }
+
   bool infer_if(const ir::Node& node) {
-    const std::string label = node_label(node);
+    const std::string label = node.label();
     if (!check_io(node)) return false;
     if (node.inputs.size() != 1 || node.inputs[0] < 0) {
       return fail(label + ": expected exactly one input (the condition)");
@@ -385,11 +348,12 @@ class ShapeInference {
 
   ir::Model* model_;
   std::string err_;
-  std::set<int> graph_outputs_;
-  std::set<int> main_outputs_;
   std::set<int> visiting_;
   std::map<int, std::string> not_folded_;  // outputs of constant-input nodes left unfolded
+  std::vector<std::string> unsupported_;   // unsupported ops that remain, one line each
+  std::set<int> blocked_;                  // outputs of those and of the nodes reading them
   CpuEvaluator evaluator_;
+  FoldPolicy policy_;  // after evaluator_, which it uses
 };
 
 }  // namespace

@@ -1,14 +1,17 @@
 // kite-convert: ONNX -> .kite
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "kite/converter/convert.h"
 #include "kite/kite.h"
+#include "common/npy.h"
 #include "passes/pass.h"
 #include "writer/kite_writer.h"
 
@@ -23,9 +26,25 @@ void usage(std::FILE* f) {
                "  -o, --output FILE         the .kite file to write (written atomically)\n"
                "  --input-shape NAME=DIMS   fix the shape of input NAME (dims joined by 'x')\n"
                "  --memory-budget BYTES     keep the activation arena within BYTES (K/M/G\n"
-               "                            suffixes) by recomputing cheap tensors; fails,\n"
-               "                            saying by how much, when it cannot\n"
+               "                            suffixes), or within R times the plan's lower\n"
+               "                            bound (e.g. 0.6x), by running high-resolution\n"
+               "                            layers in patches and recomputing cheap tensors;\n"
+               "                            fails, saying by how much, when it cannot\n"
                "  --no-inplace              plan without in-place ops and views\n"
+               "  -O0, -O1, -O2             optimization level (default -O2: every pass)\n"
+               "  --disable-pass NAME       skip one optimizer pass (repeatable)\n"
+               "  --list-passes             print the passes and their levels, then exit\n"
+               "  --report FILE             write what the conversion did as JSON (passes,\n"
+               "                            fusions, ops, memory plan, budget, precision)\n"
+               "  --precision P             fp32 (default), fp16 (every node that can: weights\n"
+               "                            and activations in half, casts at the boundaries)\n"
+               "                            or mixed (fp16 where the measured error allows)\n"
+               "  --fp16-tolerance T        mixed: largest error at each output, relative to\n"
+               "                            its max|ref| (default 1e-2)\n"
+               "  --calibration DIR         mixed: inputs to measure with: one .npy per sample\n"
+               "                            (one-input models) or one subdirectory per sample\n"
+               "                            holding INPUT_NAME.npy per input (default: seeded\n"
+               "                            random inputs, uniform in [-1, 1])\n"
                "  -q, --quiet               print errors only\n"
                "  --version                 print the version\n");
 }
@@ -76,91 +95,66 @@ std::string human_bytes(uint64_t b) {
 }
 
 
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (const char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
-
-std::string quoted(const std::string& s) { return "\"" + json_escape(s) + "\""; }
-
 // The machine-readable report (--report).
 bool write_report(const std::string& path, const std::string& in_path, const std::string& out_path,
                   int level, const kite::ir::Model& model,
                   const kite::converter::ConvertReport& report, uint64_t file_bytes,
                   std::string* err) {
-  std::string j = "{\n";
-  j += "  \"input\": " + quoted(in_path) + ",\n";
-  j += "  \"output\": " + quoted(out_path) + ",\n";
-  j += "  \"opt_level\": " + std::to_string(level) + ",\n";
-  j += "  \"onnx_nodes\": " + std::to_string(report.onnx_nodes) + ",\n";
-  j += "  \"nodes_before\": " + std::to_string(report.nodes_before) + ",\n";
-  j += "  \"nodes_after\": " + std::to_string(report.nodes) + ",\n";
-  j += "  \"kernel_launches_before\": " + std::to_string(report.kernel_launches_before) + ",\n";
-  j += "  \"kernel_launches_after\": " + std::to_string(report.kernel_launches_after) + ",\n";
-  j += "  \"passes\": [";
-  for (size_t i = 0; i < report.passes.size(); ++i) {
-    const auto& p = report.passes[i];
-    j += std::string(i ? "," : "") + "\n    {\"name\": " + quoted(p.name) +
-         ", \"rounds\": " + std::to_string(p.rounds) + ", \"changed\": " + std::to_string(p.changed) +
-         ", \"nodes_removed\": " + std::to_string(p.nodes_removed) +
-         ", \"nodes_before\": " + std::to_string(p.nodes_before) +
-         ", \"nodes_after\": " + std::to_string(p.nodes_after) + ", \"counters\": {";
-    bool first = true;
-    for (const auto& kv : p.counters) {
-      j += std::string(first ? "" : ", ") + quoted(kv.first) + ": " + std::to_string(kv.second);
-      first = false;
-    }
-    j += "}}";
-  }
-  j += report.passes.empty() ? "],\n" : "\n  ],\n";
-  j += "  \"fusions\": {";
-  bool first = true;
-  for (const auto& kv : report.fusions) {
-    j += std::string(first ? "" : ", ") + quoted(kv.first) + ": " + std::to_string(kv.second);
-    first = false;
-  }
-  j += "},\n";
-  j += "  \"ops\": {";
-  first = true;
-  for (const auto& kv : report.op_counts) {
-    j += std::string(first ? "" : ", ") + quoted(kv.first) + ": " + std::to_string(kv.second);
-    first = false;
-  }
-  j += "},\n";
-  const auto& p = model.plan;
-  j += "  \"memory\": {\"arena_bytes\": " + std::to_string(p.arena_size) +
-       ", \"lower_bound_bytes\": " + std::to_string(p.lower_bound) +
-       ", \"naive_bytes\": " + std::to_string(p.naive_size) +
-       ", \"alignment\": " + std::to_string(p.alignment) + ", \"strategy\": " + quoted(p.strategy) +
-       "},\n";
-  j += "  \"weight_bytes\": " + std::to_string(report.weight_bytes) + ",\n";
-  j += "  \"folded_weight_bytes\": " + std::to_string(report.folded_weight_bytes) + ",\n";
-  j += "  \"file_bytes\": " + std::to_string(file_bytes) + "\n";
-  j += "}\n";
+  const std::string j =
+      kite::converter::report_to_json(in_path, out_path, level, model, report, file_bytes);
   std::vector<uint8_t> bytes(j.begin(), j.end());
   return kite::writer::write_bytes(bytes, path, err);
+}
+
+// --calibration DIR: one .npy per sample, or one subdirectory per sample
+// with a NAME.npy per input; in name order, so the samples are reproducible.
+bool read_calibration(const std::string& dir, std::vector<kite::converter::CalibrationSample>* out,
+                      std::string* err) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    *err = "--calibration " + dir + ": not a directory";
+    return false;
+  }
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(dir, ec)) entries.push_back(e.path());
+  std::sort(entries.begin(), entries.end());
+  auto read_into = [&](const fs::path& file, kite::converter::CalibrationSample* sample) {
+    kite::apps::NpyArray a;
+    if (!kite::apps::read_npy(file.string(), &a, err)) return false;
+    kite::converter::CalibrationValue& v = (*sample)[file.stem().string()];
+    v.dtype = a.dtype;
+    v.shape = a.shape;
+    v.data = std::move(a.data);
+    return true;
+  };
+  for (const fs::path& p : entries) {
+    kite::converter::CalibrationSample sample;
+    if (fs::is_directory(p, ec)) {
+      std::vector<fs::path> files;
+      for (const auto& e : fs::directory_iterator(p, ec)) {
+        if (e.path().extension() == ".npy") files.push_back(e.path());
+      }
+      std::sort(files.begin(), files.end());
+      for (const fs::path& f : files) {
+        if (!read_into(f, &sample)) return false;
+      }
+    } else if (p.extension() == ".npy") {
+      if (!read_into(p, &sample)) return false;
+    }
+    if (!sample.empty()) out->push_back(std::move(sample));
+  }
+  if (out->empty()) {
+    *err = "--calibration " + dir + ": no .npy files";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string in_path, out_path, report_path;
+  std::string in_path, out_path, report_path, calibration_dir;
   bool quiet = false;
   kite::converter::ConvertOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -184,8 +178,22 @@ int main(int argc, char** argv) {
       }
       options.input_shapes[name] = dims;
     } else if (a == "--memory-budget" && i + 1 < argc) {
-      if (!parse_bytes(argv[++i], &options.memory_budget) || options.memory_budget == 0) {
-        std::fprintf(stderr, "kite-convert: bad --memory-budget '%s' (expected e.g. 4000000 or 4M)\n",
+      const std::string text = argv[++i];
+      bool ok = false;
+      if (!text.empty() && (text.back() == 'x' || text.back() == 'X')) {
+        char* end = nullptr;
+        const double r = std::strtod(text.c_str(), &end);
+        ok = end == text.c_str() + text.size() - 1 && r > 0 && r < 1e6;
+        options.memory_budget_ratio = r;
+        options.memory_budget = 0;
+      } else {
+        ok = parse_bytes(text, &options.memory_budget) && options.memory_budget > 0;
+        options.memory_budget_ratio = 0;
+      }
+      if (!ok) {
+        std::fprintf(stderr,
+                     "kite-convert: bad --memory-budget '%s' (expected e.g. 4000000, 4M, or 0.6x "
+                     "for 60%% of the lower bound)\n",
                      argv[i]);
         return 2;
       }
@@ -207,6 +215,22 @@ int main(int argc, char** argv) {
       return 0;
     } else if (a == "--report" && i + 1 < argc) {
       report_path = argv[++i];
+    } else if (a == "--precision" && i + 1 < argc) {
+      if (!kite::converter::parse_precision(argv[++i], &options.precision.precision)) {
+        std::fprintf(stderr, "kite-convert: bad --precision '%s' (expected fp32, fp16 or mixed)\n", argv[i]);
+        return 2;
+      }
+    } else if (a == "--fp16-tolerance" && i + 1 < argc) {
+      char* end = nullptr;
+      const double t = std::strtod(argv[++i], &end);
+      if (end == argv[i] || *end != '\0' || !(t > 0) || t > 1e6) {
+        std::fprintf(stderr, "kite-convert: bad --fp16-tolerance '%s' (expected a number > 0, e.g. 1e-2)\n",
+                     argv[i]);
+        return 2;
+      }
+      options.precision.tolerance = t;
+    } else if (a == "--calibration" && i + 1 < argc) {
+      calibration_dir = argv[++i];
     } else if (a == "-q" || a == "--quiet") {
       quiet = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -229,18 +253,22 @@ int main(int argc, char** argv) {
   kite::ir::Model model;
   kite::converter::ConvertReport report;
   std::string err;
+  if (!calibration_dir.empty()) {
+    if (options.precision.precision != kite::converter::Precision::kMixed) {
+      std::fprintf(stderr, "kite-convert: --calibration needs --precision mixed\n");
+      return 2;
+    }
+    if (!read_calibration(calibration_dir, &options.precision.samples, &err)) {
+      std::fprintf(stderr, "kite-convert: %s\n", err.c_str());
+      return 1;
+    }
+  }
   if (!kite::converter::convert_onnx_file(in_path, options, &model, &report, &err)) {
     std::fprintf(stderr, "kite-convert: %s: %s\n", in_path.c_str(), err.c_str());
     return 1;
   }
-  if (options.memory_budget > 0 && !report.budget.met) {
-    std::fprintf(stderr,
-                 "kite-convert: memory budget %llu bytes not met: the arena needs %llu bytes "
-                 "(%llu over) after %zu recomputation(s); no file written\n",
-                 static_cast<unsigned long long>(options.memory_budget),
-                 static_cast<unsigned long long>(model.plan.arena_size),
-                 static_cast<unsigned long long>(model.plan.arena_size - options.memory_budget),
-                 report.budget.recomputed.size());
+  if (!kite::converter::check_memory_budget(options, model, report, &err)) {
+    std::fprintf(stderr, "kite-convert: %s\n", err.c_str());
     return 1;
   }
   model.producer = std::string("kite-convert ") + KITE_VERSION_STRING;
@@ -272,16 +300,38 @@ int main(int argc, char** argv) {
                 report.memory.inplace_nodes, report.memory.view_nodes, report.memory.concat_nodes,
                 human_bytes(report.memory.arena_without_aliasing).c_str(),
                 human_bytes(report.memory.lower_bound_without_aliasing).c_str());
-    if (options.memory_budget > 0) {
-      std::printf("  memory budget %s: arena %s -> %s by recomputing %zu tensor(s)\n",
-                  human_bytes(options.memory_budget).c_str(),
-                  human_bytes(report.budget.arena_before).c_str(),
-                  human_bytes(report.budget.arena_after).c_str(), report.budget.recomputed.size());
-      for (const auto& r : report.budget.recomputed) {
-        std::printf("    recompute '%s' (node '%s') for %d late use(s): +%llu elements per run, "
+    if (options.memory_budget > 0 || options.memory_budget_ratio > 0) {
+      const auto& b = report.budget;
+      std::string ratio;
+      if (b.ratio > 0) {
+        char buf[48];
+        std::snprintf(buf, sizeof(buf), " (%gx the lower bound)", b.ratio);
+        ratio = buf;
+      }
+      std::printf("  memory budget %s%s: lower bound %s, arena %s -> %s (%s saved) with %zu "
+                  "patched chain(s) and %zu recomputed tensor(s), +%.2f MFLOPs per run "
+                  "(+%.2f%%)\n",
+                  human_bytes(b.budget).c_str(), ratio.c_str(), human_bytes(b.lower_bound).c_str(),
+                  human_bytes(b.arena_before).c_str(), human_bytes(b.arena_after).c_str(),
+                  human_bytes(b.arena_before > b.arena_after ? b.arena_before - b.arena_after : 0)
+                      .c_str(),
+                  b.patches.size(), b.recomputed.size(), b.flops_added / 1e6,
+                  b.flops_before ? 100.0 * static_cast<double>(b.flops_added) /
+                                       static_cast<double>(b.flops_before)
+                                 : 0.0);
+      for (const auto& p : b.patches) {
+        std::printf("    patch '%s'..'%s' (%d nodes) -> '%s' in %d row bands: +%.2f MFLOPs, "
                     "arena %s -> %s\n",
-                    r.tensor.c_str(), r.node.c_str(), r.late_uses,
-                    static_cast<unsigned long long>(r.elements), human_bytes(r.arena_before).c_str(),
+                    p.first_node.c_str(), p.last_node.c_str(), p.nodes, p.output.c_str(), p.tiles,
+                    p.flops_added / 1e6, human_bytes(p.arena_before).c_str(),
+                    human_bytes(p.arena_after).c_str());
+      }
+      for (const auto& r : report.budget.recomputed) {
+        std::printf("    recompute '%s' (node '%s', chain of %d) for %d late use(s): +%llu elements, "
+                    "+%.2f MFLOPs per run, arena %s -> %s\n",
+                    r.tensor.c_str(), r.node.c_str(), r.nodes, r.late_uses,
+                    static_cast<unsigned long long>(r.elements), r.flops / 1e6,
+                    human_bytes(r.arena_before).c_str(),
                     human_bytes(r.arena_after).c_str());
       }
     }
@@ -306,6 +356,23 @@ int main(int argc, char** argv) {
       fused += (fused.empty() ? "" : ", ") + kv.first + " " + std::to_string(kv.second);
     }
     std::printf("  fused patterns: %s\n", fused.empty() ? "none" : fused.c_str());
+    const kite::converter::PrecisionReport& pr = report.precision;
+    if (pr.precision != kite::converter::Precision::kFp32) {
+      std::printf("  precision %s: %d node(s) fp16, %d fp32, %d cast(s) inserted; weights %s -> %s\n",
+                  kite::converter::precision_name(pr.precision), pr.fp16_nodes, pr.fp32_nodes, pr.casts,
+                  human_bytes(pr.weight_bytes_before).c_str(), human_bytes(pr.weight_bytes_after).c_str());
+      if (pr.precision == kite::converter::Precision::kMixed) {
+        std::printf("    measured on %s; whole graph error %.3g x max|ref| (tolerance %g)\n",
+                    pr.inputs.c_str(), pr.final_error, pr.tolerance);
+      }
+      for (const auto& n : pr.nodes) {
+        if (!n.fp16 && (n.op == "Conv" || n.op == "MatMul" || n.op == "Gemm" || n.op == "FusedConv" ||
+                        n.op == "FusedMatMul" || n.op == "FusedGemm" || n.reason.rfind("overflow", 0) == 0 ||
+                        n.reason.rfind("error", 0) == 0 || n.reason.rfind("the whole", 0) == 0)) {
+          std::printf("    kept fp32: %s '%s': %s\n", n.op.c_str(), n.name.c_str(), n.reason.c_str());
+        }
+      }
+    }
   }
   if (!report_path.empty() &&
       !write_report(report_path, in_path, out_path, options.opt_level, model, report, bytes.size(), &err)) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kite/converter/ir.h"
+#include "kite/kite.h"
 #include "memory/planner.h"
 #include "model.h"
 
@@ -28,8 +29,13 @@ kite::ir::Node to_ir(const kite::rt::NodeRec& n) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--version") {
+    std::printf("kite-plan-check %s (format %d.%d)\n", KITE_VERSION_STRING, KITE_FORMAT_MAJOR,
+                KITE_FORMAT_MINOR);
+    return 0;
+  }
   if (argc != 2 || argv[1][0] == '-') {
-    std::fprintf(stderr, "usage: kite-plan-check MODEL.kite\n");
+    std::fprintf(stderr, "usage: kite-plan-check MODEL.kite | --version\n");
     return 2;
   }
   std::shared_ptr<kite::rt::Model> m;
@@ -45,7 +51,7 @@ int main(int argc, char** argv) {
     x.dtype = t.dtype;
     x.shape = t.shape;
     x.shape_known = true;
-    x.kind = static_cast<kite::ir::TensorKind>(static_cast<int>(t.kind));
+    x.kind = t.kind;  // one enum (kite/ops/tensor_kind.h)
     ir.tensors.push_back(std::move(x));
     ir.plan.offsets.push_back(t.arena_offset);
   }

@@ -39,6 +39,16 @@ Offset<fb::Node> build_node(FlatBufferBuilder& b, const ir::Node& n) {
                         body.empty() ? 0 : b.CreateVector(body));
 }
 
+// The IR's tensor kinds are the file's (kite/ops/tensor_kind.h): a plain
+// cast writes them, and the loader's plain cast reads them back.
+static_assert(static_cast<int>(fb::TensorKind::Activation) == static_cast<int>(ir::TensorKind::Activation) &&
+                  static_cast<int>(fb::TensorKind::Input) == static_cast<int>(ir::TensorKind::Input) &&
+                  static_cast<int>(fb::TensorKind::Output) == static_cast<int>(ir::TensorKind::Output) &&
+                  static_cast<int>(fb::TensorKind::Constant) == static_cast<int>(ir::TensorKind::Constant) &&
+                  static_cast<int>(fb::TensorKind::Scratch) == static_cast<int>(ir::TensorKind::Scratch) &&
+                  fb::TensorKind::MAX == fb::TensorKind::Scratch,
+              "schemas/kite.fbs TensorKind and kite::ops::TensorKind must have the same values");
+
 // Builds the FlatBuffer with blob offsets relative to weights_start. Defaults
 // are forced so that the size does not depend on the offsets' values.
 void build(const ir::Model& model, const std::vector<fb::Blob>& relative_blobs,

@@ -1,7 +1,9 @@
-// Backends a session can use: the CPU backend and any backends linked in
-// statically (embedded builds), plus plugins found at run time
-// (plugin_loader.h). Nothing here assumes the CPU is the only backend:
-// sessions resolve a preference list against this registry.
+// Backends a session can use: those linked into this library (the CPU
+// backend, and any others of an embedded build, all registered the same way
+// through the generated static_backends table), plus plugins found at run
+// time (plugin_loader.h). Sessions resolve a preference list against this
+// registry; nothing here treats the CPU differently except that it is the
+// fallback of last resort when it is linked in.
 #pragma once
 
 #include <memory>
@@ -14,7 +16,7 @@
 
 namespace kite::rt {
 
-// Backends compiled into this library (the CPU backend first).
+// Backends linked into this library, checked once.
 std::vector<const kite_backend_api*> linked_backends();
 
 struct ResolvedBackend {
@@ -25,6 +27,7 @@ struct ResolvedBackend {
 struct Resolution {
   std::vector<ResolvedBackend> backends;  // in preference order, CPU last if not named
   std::vector<std::string> unavailable;   // "vulkan: not found ..." for skipped names
+  std::vector<std::string> unavailable_names;
 };
 
 // Resolves "vulkan,cpu". A name that is neither linked nor found as a plugin
@@ -34,7 +37,12 @@ struct Resolution {
 Status resolve_backends(const std::string& preference, const std::string& plugin_path,
                         bool strict, Resolution* out);
 
-// Checks an ABI table before use: known version, sane size, mandatory members.
+// Splits a comma-separated preference list (names trimmed, empty ones and
+// repeats dropped).
+std::vector<std::string> split_backend_list(const std::string& preference);
+
+// Checks a backend table before use (kite::abi::check_table); errors name
+// `origin`.
 Status validate_backend_api(const kite_backend_api* api, const std::string& origin);
 
 }  // namespace kite::rt

@@ -30,8 +30,9 @@ class MappedFile final : public FileBytes {
   uint64_t size_;
 };
 
-// A heap copy aligned like a page, so blob alignment in the file holds in
-// memory too.
+// A heap copy aligned like a page (and padded to whole pages), so blob
+// alignment in the file holds in memory too and device backends can import
+// the weights from it as from an mmap (import_host wants whole pages).
 class HeapBytes final : public FileBytes {
  public:
   explicit HeapBytes(uint64_t size) : size_(size) {
@@ -50,6 +51,9 @@ class HeapBytes final : public FileBytes {
 };
 
 }  // namespace
+
+const uint8_t* Model::file_data() const { return bytes_ ? bytes_->data() : nullptr; }
+uint64_t Model::file_size() const { return bytes_ ? bytes_->size() : 0; }
 
 Status Model::load_file(const std::string& path, std::shared_ptr<Model>* out) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

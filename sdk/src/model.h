@@ -7,13 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "kite/abi/node.h"
 #include "kite/backend.h"
 #include "kite/ops/op_node.h"
+#include "kite/ops/tensor_kind.h"
 #include "status.h"
 
 namespace kite::rt {
 
-enum class TensorKind : int8_t { Activation = 0, Input = 1, Output = 2, Constant = 3, Scratch = 4 };
+using TensorKind = kite::ops::TensorKind;
 
 struct TensorRec {
   std::string name;
@@ -36,9 +38,9 @@ struct NodeRec {
   std::vector<int> outputs;
   std::vector<kite::ops::Attr> attrs;
   std::vector<NodeRec> body;
-  // The attributes in ABI form, pointing into attrs (built once at load).
-  std::vector<kite_backend_attr> abi_attrs;
-  std::vector<std::vector<const char*>> abi_attr_strings;
+  // The attributes in ABI form, pointing into attrs (built once at load;
+  // moving a NodeRec keeps the vectors' buffers, so the pointers stay valid).
+  kite::abi::AttrTable abi_attrs;
 };
 
 struct GraphRec {
@@ -78,6 +80,10 @@ class Model {
   PlanRec plan;
 
   const GraphRec& main_graph() const { return graphs.front(); }
+  // The file's bytes (page-aligned: an mmap, or a page-aligned heap copy), so
+  // device backends can import the weights (constants' const_data) as they are.
+  const uint8_t* file_data() const;
+  uint64_t file_size() const;
 
  private:
   friend Status decode_and_verify(std::unique_ptr<FileBytes> bytes, const std::string& origin,

@@ -67,7 +67,7 @@ Status open_plugin_file(const std::string& path, std::shared_ptr<Plugin>* out) {
   kite_backend_entry_fn entry = nullptr;
   static_assert(sizeof(entry) == sizeof(sym), "function and object pointers differ in size");
   std::memcpy(&entry, &sym, sizeof(entry));
-  const kite_backend_api* api = entry();
+  const kite_backend_api* api = entry();  // nothing thrown crosses a C entry point
   Status s = validate_backend_api(api, "backend plugin '" + path + "'");
   if (!s.is_ok()) {
     dlclose(handle);
@@ -86,8 +86,14 @@ std::vector<std::string> plugin_search_path(const std::string& option_path) {
   if (const char* env = std::getenv("KITE_BACKEND_PATH")) {
     for (const std::string& d : split_path(env)) dirs.push_back(d);
   }
+  // The build tree keeps plugins next to libkite; an install keeps them in
+  // <libdir>/kite/backends, found from libkite's own location so that a
+  // relocated or unpacked install needs no environment variable.
   const std::string own = library_dir();
-  if (!own.empty()) dirs.push_back(own);
+  if (!own.empty()) {
+    dirs.push_back(own);
+    dirs.push_back(own + "/kite/backends");
+  }
   return dirs;
 }
 

@@ -1,7 +1,8 @@
 // Finds and opens backend plugins: shared modules named
 // libkite_backend_<name>.so that export KITE_BACKEND_ENTRY_SYMBOL.
 // Search order: the session option's path list, KITE_BACKEND_PATH, then the
-// folder that holds libkite itself.
+// folder that holds libkite itself, then its kite/backends subfolder (the
+// install layout: <libdir>/kite/backends).
 #pragma once
 
 #include <memory>

@@ -1,8 +1,12 @@
+// The session's resources (backends, arenas, weights, workspaces, prepared
+// kernels and segments) and its runner. Where nodes run and which copies and
+// waits a run needs is decided by the schedule builder (schedule.h).
 #include "session.h"
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -11,56 +15,39 @@
 namespace kite::rt {
 namespace {
 
-std::string node_label(const NodeRec& n) { return n.op + " '" + n.name + "'"; }
+uint64_t round_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
-const kite::ops::Attr* find_attr(const NodeRec& n, const char* name) {
-  for (const auto& a : n.attrs) {
-    if (a.name == name) return &a;
-  }
-  return nullptr;
-}
-
-// Every tensor a graph's nodes read (recursively through nested branches).
-void collect_reads(const Model& m, int graph, std::set<int>* out) {
-  for (const NodeRec& n : m.graphs[static_cast<size_t>(graph)].nodes) {
-    for (int t : n.inputs) {
-      if (t >= 0) out->insert(t);
-    }
-    for (const NodeRec& b : n.body) {
-      for (int t : b.inputs) {
-        if (t >= 0) out->insert(t);
-      }
-    }
-    for (const auto& a : n.attrs) {
-      if (a.type == KITE_ATTR_GRAPH) collect_reads(m, static_cast<int>(a.i), out);
-    }
-  }
-  for (int t : m.graphs[static_cast<size_t>(graph)].outputs) out->insert(t);
-}
+constexpr uint64_t kPage = 4096;
 
 }  // namespace
 
 Session::~Session() {
-  for (PreparedNode& p : prepared_) {
-    if (p.kernel != nullptr) {
-      BackendSlot& b = backends_[static_cast<size_t>(p.backend)];
-      b.api->release(b.instance, p.kernel);
+  if (in_flight_) abandon_run();
+  for (size_t s = 0; s < segments_.size(); ++s) {
+    if (segments_[s].handle != nullptr) {
+      slots_[static_cast<size_t>(schedule_.segments[s].backend)].instance->release_segment(segments_[s].handle);
     }
   }
-  for (BackendSlot& b : backends_) {
-    if (b.instance == nullptr) continue;
-    for (void* c : b.device_constants) {
-      if (c != nullptr) b.api->free(b.instance, c);
-    }
-    if (b.device_arena != nullptr) b.api->free(b.instance, b.device_arena);
-    b.api->destroy(b.instance);
+  for (Kernel& k : kernels_) {
+    if (k.handle != nullptr) slots_[static_cast<size_t>(k.backend)].instance->release(k.handle);
   }
-  std::free(arena_);
+  for (auto* bindings : {&input_bindings_, &output_bindings_}) {
+    for (Binding& b : *bindings) {
+      if (b.buffer != nullptr) slots_[static_cast<size_t>(b.backend)].instance->free(b.buffer);
+    }
+  }
+  for (Slot& slot : slots_) {
+    if (!slot.instance) continue;
+    slot.instance->free(slot.workspace);
+    slot.instance->free(slot.weights);
+    slot.instance->free(slot.arena);
+    std::free(slot.workspace_host);
+  }
+  if (host_arena_owned_) std::free(host_arena_);
+  slots_.clear();  // destroys the instances, then lets go of the devices
 }
 
-uint32_t Session::space_bit(int backend) const {
-  return backends_[static_cast<size_t>(backend)].device ? (2u << backend) : 1u;
-}
+// ---- creation ----------------------------------------------------------------
 
 Status Session::create(std::shared_ptr<const Model> model, const SessionConfig& config,
                        std::unique_ptr<Session>* out) {
@@ -69,68 +56,82 @@ Status Session::create(std::shared_ptr<const Model> model, const SessionConfig& 
   s->model_ = std::move(model);
   const Model& m = *s->model_;
 
-  // The host arena: allocated once, here, of the plan's size.
-  const uint64_t alignment = m.plan.alignment < 64 ? 64 : m.plan.alignment;
-  const uint64_t arena_bytes = (m.plan.arena_size + alignment - 1) / alignment * alignment;
-  if (m.plan.arena_size > arena_bytes || arena_bytes > SIZE_MAX / 2) {
-    return Status(KITE_ERROR_OUT_OF_MEMORY, "arena of " + std::to_string(m.plan.arena_size) +
-                                                " bytes cannot be allocated");
+  // Options must name a backend of the preference list (or the CPU).
+  const std::vector<std::string> names = split_backend_list(config.backends);
+  auto listed = [&names](const std::string& n) {
+    return n == "cpu" || std::find(names.begin(), names.end(), n) != names.end();
+  };
+  for (const auto& kv : config.backend_options) {
+    if (!listed(kv.first)) {
+      return Status(KITE_ERROR_INVALID_ARGUMENT, "options for backend '" + kv.first +
+                                                     "', which is not in the backend list '" +
+                                                     config.backends + "'");
+    }
   }
-  if (config.memory_limit != 0 && arena_bytes > config.memory_limit) {
-    return Status(KITE_ERROR_OUT_OF_MEMORY,
-                  "memory limit: the session needs " + std::to_string(arena_bytes) +
-                      " bytes for its arena, the limit allows " +
-                      std::to_string(config.memory_limit) + " bytes");
+  for (const auto& kv : config.external_queue) {
+    if (!listed(kv.first)) {
+      return Status(KITE_ERROR_INVALID_ARGUMENT, "an external queue for backend '" + kv.first +
+                                                     "', which is not in the backend list '" +
+                                                     config.backends + "'");
+    }
   }
-  // An arena larger than the machine's RAM is refused up front: with memory
-  // overcommit the allocation could succeed and touching it get the process
-  // killed.
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page_size = ::sysconf(_SC_PAGESIZE);
-  if (pages > 0 && page_size > 0 &&
-      arena_bytes / static_cast<uint64_t>(page_size) > static_cast<uint64_t>(pages)) {
-    return Status(KITE_ERROR_OUT_OF_MEMORY,
-                  "arena of " + std::to_string(arena_bytes) +
-                      " bytes is larger than this machine's physical memory (" +
-                      std::to_string(static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)) +
-                      " bytes)");
-  }
-  const size_t alloc_bytes = static_cast<size_t>(arena_bytes == 0 ? alignment : arena_bytes);
-  s->arena_ = static_cast<uint8_t*>(std::aligned_alloc(static_cast<size_t>(alignment), alloc_bytes));
-  if (s->arena_ == nullptr) {
-    return Status(KITE_ERROR_OUT_OF_MEMORY,
-                  "cannot allocate the arena of " + std::to_string(m.plan.arena_size) + " bytes");
-  }
-  std::memset(s->arena_, 0, alloc_bytes);
-  s->host_tensors_.resize(m.tensors.size());
-  for (size_t i = 0; i < m.tensors.size(); ++i) {
-    const TensorRec& t = m.tensors[i];
-    kite_backend_tensor& bt = s->host_tensors_[i];
-    bt.name = t.name.c_str();
-    bt.dtype = t.dtype;
-    bt.rank = static_cast<int32_t>(t.shape.size());
-    bt.shape = t.shape.data();
-    bt.byte_size = t.byte_size;
-    bt.is_constant = t.is_constant() ? 1 : 0;
-    bt.data = t.is_constant() ? const_cast<uint8_t*>(t.const_data) : s->arena_ + t.arena_offset;
+  for (const auto& kv : config.device_index) {
+    if (!listed(kv.first)) {
+      return Status(KITE_ERROR_INVALID_ARGUMENT, "a device index for backend '" + kv.first +
+                                                     "', which is not in the backend list '" +
+                                                     config.backends + "'");
+    }
   }
 
   Resolution resolution;
   Status st = resolve_backends(config.backends, config.plugin_path, config.strict, &resolution);
   if (!st.is_ok()) return st;
   s->unavailable_ = resolution.unavailable;
+  s->unavailable_names_ = resolution.unavailable_names;
   st = s->start_backends(resolution, config);
   if (!st.is_ok()) return st;
 
-  s->steps_.resize(m.graphs.size());
-  for (size_t g = 0; g < m.graphs.size(); ++g) {
-    // Every graph starts with all values on the host: the main graph because
-    // the application writes inputs there, branches because the If step
-    // brings what they read to the host first.
-    Residency where(m.tensors.size(), 1u);
-    st = s->schedule_graph(static_cast<int>(g), g == 0, &where);
-    if (!st.is_ok()) return st;
+  // Rules 1 and 3 of the schedule builder: placement and segments.
+  std::vector<BackendTraits> traits;
+  for (const Slot& slot : s->slots_) {
+    BackendTraits t;
+    t.name = slot.instance->name();
+    t.device = slot.device;
+    traits.push_back(t);
   }
+  s->builder_ = std::make_unique<ScheduleBuilder>(m, traits, s->unavailable_,
+                                                  static_cast<PlacementOracle*>(s.get()));
+  st = s->builder_->place(&s->schedule_);
+  if (!st.is_ok()) return st;
+  for (const KernelRec& k : s->schedule_.kernels) ++s->slots_[static_cast<size_t>(k.backend)].kernels;
+
+  st = s->allocate_arenas(config);
+  if (!st.is_ok()) return st;
+  // Rule 2 needs to know which devices share the host's memory.
+  for (size_t b = 0; b < s->slots_.size(); ++b) {
+    BackendTraits t = traits[b];
+    t.shares_host = s->slots_[b].shares_host;
+    s->builder_->set_traits(static_cast<int>(b), t);
+  }
+  if (!config.strict) s->builder_->avoid_ping_pong(&s->schedule_);
+  for (Slot& slot : s->slots_) slot.kernels = 0;
+  for (const KernelRec& k : s->schedule_.kernels) ++s->slots_[static_cast<size_t>(k.backend)].kernels;
+
+  st = s->load_weights(config);
+  if (!st.is_ok()) return st;
+  st = s->prepare_kernels();
+  if (!st.is_ok()) return st;
+  st = s->allocate_workspaces(config);
+  if (!st.is_ok()) return st;
+  st = s->prepare_segments();
+  if (!st.is_ok()) return st;
+
+  s->input_bindings_.assign(m.main_graph().inputs.size(), Binding{});
+  s->output_bindings_.assign(m.main_graph().outputs.size(), Binding{});
+  if (const char* mutation = std::getenv("KITE_TEST_MUTATION")) s->mutation_ = mutation;
+  st = s->replan();
+  if (!st.is_ok()) return st;
+
   if (config.poison || std::getenv("KITE_POISON_ARENA") != nullptr) {
     // Everything but the bytes of the main graph's inputs (set by the
     // application before the run).
@@ -147,382 +148,679 @@ Status Session::create(std::shared_ptr<const Model> model, const SessionConfig& 
     }
     if (cursor < m.plan.arena_size) s->poison_ranges_.emplace_back(cursor, m.plan.arena_size);
   }
-  if (config.strict && !s->fallbacks_.empty()) {
+  if (config.strict && !s->schedule_.fallbacks.empty()) {
     std::string list;
-    for (const std::string& f : s->fallbacks_) list += "\n  " + f;
-    return Status(KITE_ERROR_UNSUPPORTED, "strict mode: " + std::to_string(s->fallbacks_.size()) +
+    for (const std::string& f : s->schedule_.fallbacks) list += "\n  " + f;
+    return Status(KITE_ERROR_UNSUPPORTED, "strict mode: " + std::to_string(s->schedule_.fallbacks.size()) +
                                               " node(s) would not run as placed first:" + list);
   }
+  s->profiling_ = config.profile;
+  s->profile_.assign(s->schedule_.placements.size(), NodeProfile{});
+  s->if_ns_.assign(s->schedule_.placements.size(), 0);
+  s->kernel_ran_.assign(s->kernels_.size(), 0);
   *out = std::move(s);
   return Status::ok();
 }
 
 Status Session::start_backends(const Resolution& resolution, const SessionConfig& config) {
   const Model& m = *model_;
+  std::vector<kite::abi::TensorDesc> descs(m.tensors.size());
+  for (size_t i = 0; i < m.tensors.size(); ++i) {
+    const TensorRec& t = m.tensors[i];
+    kite::abi::TensorDesc& d = descs[i];
+    d.name = t.name.c_str();
+    d.dtype = t.dtype;
+    d.rank = static_cast<int32_t>(t.shape.size());
+    d.shape = t.shape.data();
+    d.byte_size = t.byte_size;
+    d.is_constant = t.is_constant();
+    d.host_data = t.const_data;
+  }
+  slots_.reserve(resolution.backends.size());
   for (const ResolvedBackend& rb : resolution.backends) {
-    backends_.emplace_back();
-    BackendSlot& slot = backends_.back();
-    slot.api = rb.api;
-    slot.plugin = rb.plugin;
-    slot.device = rb.api->memory == KITE_BACKEND_MEMORY_DEVICE;
-    if (slot.device && backends_.size() > 30) {
-      return Status(KITE_ERROR_BACKEND, "too many device backends");
-    }
-    kite_backend_options options{};
-    options.threads = config.threads;
-    error_[0] = '\0';
-    const kite_status cs = rb.api->create(&options, &slot.instance, error_, sizeof(error_));
-    if (cs != KITE_OK) {
-      slot.instance = nullptr;
-      return Status(cs, std::string("backend '") + rb.api->name + "' failed to start: " + error_);
-    }
-    if (!slot.device) {
-      slot.tensors = host_tensors_;
-      continue;
-    }
-    // Device backends mirror the host arena (same offsets) and get their own
-    // copy of every constant, uploaded once here.
-    const uint64_t alignment = m.plan.alignment < 64 ? 64 : m.plan.alignment;
-    if (config.memory_limit != 0) {
-      // The limit counts the host arena and, per device backend, its arena
-      // and constants; checked before this backend allocates anything.
-      uint64_t device_bytes = m.plan.arena_size == 0 ? alignment : m.plan.arena_size;
-      for (const TensorRec& t : m.tensors) {
-        if (t.is_constant()) device_bytes += t.byte_size == 0 ? 1 : t.byte_size;
-      }
-      const uint64_t host_bytes = (m.plan.arena_size + alignment - 1) / alignment * alignment;
-      const uint64_t needed = host_bytes + device_bytes * static_cast<uint64_t>(
-                                               std::count_if(backends_.begin(), backends_.end(),
-                                                             [](const BackendSlot& b) { return b.device; }));
-      if (needed > config.memory_limit) {
-        return Status(KITE_ERROR_OUT_OF_MEMORY,
-                      "memory limit: the session needs " + std::to_string(needed) +
-                          " bytes (host arena, and arena plus weights on backend '" +
-                          rb.api->name + "'), the limit allows " +
-                          std::to_string(config.memory_limit) + " bytes");
-      }
-    }
-    kite_status as = rb.api->alloc(slot.instance, m.plan.arena_size == 0 ? alignment : m.plan.arena_size,
-                                   alignment, &slot.device_arena);
-    if (as != KITE_OK || slot.device_arena == nullptr) {
-      slot.device_arena = nullptr;
-      return Status(KITE_ERROR_OUT_OF_MEMORY, std::string("backend '") + rb.api->name +
-                                                  "' cannot allocate its arena of " +
-                                                  std::to_string(m.plan.arena_size) + " bytes");
-    }
-    slot.tensors = host_tensors_;
-    slot.device_constants.assign(m.tensors.size(), nullptr);
-    for (size_t i = 0; i < m.tensors.size(); ++i) {
-      const TensorRec& t = m.tensors[i];
-      if (!t.is_constant()) {
-        slot.tensors[i].data = static_cast<uint8_t*>(slot.device_arena) + t.arena_offset;
+    slots_.emplace_back();
+    Slot& slot = slots_.back();
+    const kite::abi::Table table(rb.api);
+    const std::string name = table.name();
+    std::shared_ptr<Device> device;
+    if (table.v2()) {
+      kite_backend_device_options device_options{};
+      device_options.struct_size = sizeof device_options;
+      device_options.cache_dir = config.cache_dir.empty() ? nullptr : config.cache_dir.c_str();
+      device_options.log = config.log;
+      device_options.log_user = config.log_user;
+      auto it = config.device_index.find(name);
+      const int index = it == config.device_index.end() ? 0 : it->second;
+      Status st = acquire_device(rb, index, device_options, &device);
+      if (!st.is_ok()) {
+        slots_.pop_back();
+        // A backend whose library or device is missing is unavailable, like
+        // one not found (strict: an error).
+        if (config.strict || st.code() == KITE_ERROR_OUT_OF_MEMORY || name == "cpu") return st;
+        unavailable_.push_back(name + ": " + st.message());
+        unavailable_names_.push_back(name);
         continue;
       }
-      void* dev = nullptr;
-      as = rb.api->alloc(slot.instance, t.byte_size == 0 ? 1 : t.byte_size, 64, &dev);
-      if (as != KITE_OK || dev == nullptr) {
-        return Status(KITE_ERROR_OUT_OF_MEMORY, std::string("backend '") + rb.api->name +
-                                                    "' cannot allocate constant '" + t.name + "'");
-      }
-      slot.device_constants[i] = dev;
-      if (t.byte_size > 0) {
-        as = rb.api->copy_to_device(slot.instance, dev, t.const_data, t.byte_size);
-        if (as != KITE_OK) {
-          return Status(KITE_ERROR_BACKEND, std::string("backend '") + rb.api->name +
-                                                "' cannot upload constant '" + t.name + "'");
-        }
-      }
-      slot.tensors[i].data = dev;
+    } else if (config.device_index.count(name) && config.device_index.at(name) != 0) {
+      return Status(KITE_ERROR_INVALID_ARGUMENT, "backend '" + name +
+                                                     "' (ABI version 1) has one device, no device " +
+                                                     std::to_string(config.device_index.at(name)));
     }
-  }
-  return Status::ok();
-}
-
-Status Session::schedule_graph(int graph_index, bool record_placement, Residency* where) {
-  const GraphRec& g = model_->graphs[static_cast<size_t>(graph_index)];
-  std::vector<Step>& steps = steps_[static_cast<size_t>(graph_index)];
-  for (const NodeRec& node : g.nodes) {
-    Status st = place_node(node, graph_index, record_placement, where, &steps);
+    InstanceConfig ic;
+    ic.threads = config.threads;
+    ic.precision = config.precision;
+    ic.profile = config.profile;
+    ic.cache_dir = config.cache_dir;
+    ic.log = config.log;
+    ic.log_user = config.log_user;
+    auto opt = config.backend_options.find(name);
+    if (opt != config.backend_options.end()) ic.options = opt->second;
+    auto queue = config.external_queue.find(name);
+    if (queue != config.external_queue.end()) ic.external_queue = queue->second;
+    slot.instance = std::make_unique<BackendInstance>();
+    Status st = slot.instance->create(rb, std::move(device), ic);
     if (!st.is_ok()) return st;
+    slot.device = slot.instance->device_memory();
+    slot.tensors.assign(descs);
+    if (slot.device && slot.instance->v2()) {
+      // Device backends see buffers, never host addresses.
+      for (size_t i = 0; i < m.tensors.size(); ++i) slot.tensors.at(static_cast<int>(i)).data = nullptr;
+    }
   }
-  // Results leave every graph on the host: the application reads the main
-  // graph's outputs there, and If copies branch outputs there.
-  for (int t : g.outputs) make_host_resident(t, where, &steps);
+  if (slots_.size() > 62) return Status(KITE_ERROR_BACKEND, "too many backends in one session");
   return Status::ok();
 }
 
-Session::PreparedNode& Session::describe(const NodeRec& node, int backend) {
-  BackendSlot& slot = backends_[static_cast<size_t>(backend)];
-  prepared_.emplace_back();
-  PreparedNode& p = prepared_.back();
-  p.node = &node;
-  p.backend = backend;
-  for (int t : node.inputs) p.inputs.push_back(t < 0 ? nullptr : &slot.tensors[static_cast<size_t>(t)]);
-  for (int t : node.outputs) p.outputs.push_back(&slot.tensors[static_cast<size_t>(t)]);
-  p.abi.name = node.name.c_str();
-  p.abi.op = node.op.c_str();
-  p.abi.domain = node.domain.c_str();
-  p.abi.fused_pattern = node.fused_pattern.c_str();
-  p.abi.num_inputs = static_cast<int32_t>(p.inputs.size());
-  p.abi.inputs = p.inputs.data();
-  p.abi.num_outputs = static_cast<int32_t>(p.outputs.size());
-  p.abi.outputs = p.outputs.data();
-  p.abi.num_attrs = static_cast<int32_t>(node.abi_attrs.size());
-  p.abi.attrs = node.abi_attrs.data();
-  return p;
+bool Session::supports(const NodeRec& node, int backend, std::string* reason) {
+  const auto key = std::make_pair(&node, backend);
+  auto it = supports_cache_.find(key);
+  if (it == supports_cache_.end()) {
+    Slot& slot = slots_[static_cast<size_t>(backend)];
+    kite::abi::Node probe;
+    kite::abi::Node::Spec spec;
+    spec.name = node.name.c_str();
+    spec.op = node.op.c_str();
+    spec.domain = node.domain.c_str();
+    spec.fused_pattern = node.fused_pattern.c_str();
+    spec.inputs = node.inputs;
+    spec.outputs = node.outputs;
+    spec.attrs = &node.abi_attrs;
+    probe.build(spec, &slot.tensors);
+    std::string why;
+    const bool ok = slot.instance->supports(&probe, &why);
+    it = supports_cache_.emplace(key, std::make_pair(ok, why)).first;
+  }
+  if (reason != nullptr) *reason = it->second.second;  // on success: the backend's note
+  return it->second.first;
 }
 
-void Session::make_host_resident(int tensor, Residency* where, std::vector<Step>* steps) {
-  if (tensor < 0 || model_->tensors[static_cast<size_t>(tensor)].is_constant()) return;
-  uint32_t& w = (*where)[static_cast<size_t>(tensor)];
-  if (w & 1u) return;
-  for (size_t b = 0; b < backends_.size(); ++b) {
-    if (backends_[b].device && (w & space_bit(static_cast<int>(b)))) {
-      Step step;
-      step.kind = StepKind::ToHost;
-      step.tensor = tensor;
-      step.backend = static_cast<int>(b);
-      steps->push_back(step);
-      ++transfer_count_;
-      w |= 1u;
-      return;
-    }
+uint64_t Session::allocated_bytes() const {
+  uint64_t total = host_arena_owned_ ? host_arena_bytes_ : 0;
+  for (const Slot& slot : slots_) {
+    total += slot.arena_bytes + (slot.weights_imported ? 0 : slot.weights_bytes) + slot.workspace_bytes;
   }
+  return total;
 }
 
-void Session::make_resident(int tensor, int backend, Residency* where, std::vector<Step>* steps) {
-  if (tensor < 0 || model_->tensors[static_cast<size_t>(tensor)].is_constant()) return;
-  const uint32_t bit = space_bit(backend);
-  if ((*where)[static_cast<size_t>(tensor)] & bit) return;
-  make_host_resident(tensor, where, steps);
-  if (bit == 1u) return;
-  Step step;
-  step.kind = StepKind::ToDevice;
-  step.tensor = tensor;
-  step.backend = backend;
-  steps->push_back(step);
-  ++transfer_count_;
-  (*where)[static_cast<size_t>(tensor)] |= bit;
+// The memory limit against what is allocated so far plus what `stage` is
+// about to allocate (already entered in the slots and host_arena_bytes_).
+Status Session::check_limit(const SessionConfig& config, const std::string& stage) const {
+  if (config.memory_limit == 0) return Status::ok();
+  const uint64_t needed = allocated_bytes();
+  if (needed <= config.memory_limit) return Status::ok();
+  std::string parts = "host arena " + std::to_string(host_arena_owned_ ? host_arena_bytes_ : 0);
+  for (const Slot& slot : slots_) {
+    std::string part;
+    if (slot.arena_bytes) part += " arena " + std::to_string(slot.arena_bytes);
+    if (slot.weights_bytes && !slot.weights_imported) part += " weights " + std::to_string(slot.weights_bytes);
+    if (slot.workspace_bytes) part += " workspace " + std::to_string(slot.workspace_bytes);
+    if (!part.empty()) parts += "; backend '" + slot.instance->name() + "':" + part;
+  }
+  return Status(KITE_ERROR_OUT_OF_MEMORY,
+                "memory limit: the session needs " + std::to_string(needed) + " bytes (" + parts +
+                    ") by its " + stage + ", the limit allows " + std::to_string(config.memory_limit) +
+                    " bytes");
 }
 
-Status Session::prepare_on(const NodeRec& node, int backend, Residency* where,
-                           std::vector<Step>* steps) {
-  for (int t : node.inputs) make_resident(t, backend, where, steps);
-  PreparedNode& p = describe(node, backend);
-  BackendSlot& b = backends_[static_cast<size_t>(backend)];
-  error_[0] = '\0';
-  const kite_status cs = b.api->prepare(b.instance, &p.abi, &p.kernel, error_, sizeof(error_));
-  if (cs != KITE_OK) {
-    p.kernel = nullptr;
-    return Status(cs, std::string(b.api->name) + " backend cannot prepare " + node_label(node) +
-                          ": " + error_);
+Status Session::allocate_arenas(const SessionConfig& config) {
+  const Model& m = *model_;
+  const uint64_t alignment = m.plan.alignment < 64 ? 64 : m.plan.alignment;
+  const uint64_t arena_bytes = round_up(m.plan.arena_size == 0 ? 1 : m.plan.arena_size, alignment);
+  if (m.plan.arena_size > arena_bytes || arena_bytes > SIZE_MAX / 2) {
+    return Status(KITE_ERROR_OUT_OF_MEMORY, "arena of " + std::to_string(m.plan.arena_size) +
+                                                " bytes cannot be allocated");
   }
-  Step step;
-  step.kind = StepKind::Kernel;
-  step.kernel = &p;
-  steps->push_back(step);
-  for (int t : node.outputs) (*where)[static_cast<size_t>(t)] = space_bit(backend);
-  return Status::ok();
-}
-
-Status Session::place_node(const NodeRec& node, int graph_index, bool record_placement,
-                           Residency* where, std::vector<Step>* steps) {
-  PlacementRec rec;
-  rec.node_name = node.name;
-  rec.op = node.op;
-  rec.fused = !node.fused_pattern.empty();
-
-  if (node.op == "If" && node.domain.empty()) {
-    // Control flow runs in the session: read the condition, run one branch.
-    const kite::ops::Attr* then_attr = find_attr(node, "then_branch");
-    const kite::ops::Attr* else_attr = find_attr(node, "else_branch");
-    if (then_attr == nullptr || else_attr == nullptr || then_attr->type != KITE_ATTR_GRAPH ||
-        else_attr->type != KITE_ATTR_GRAPH) {
-      return Status(KITE_ERROR_INVALID_MODEL, node_label(node) + " lacks then/else branch graphs");
+  // Device arenas first: a unified device's mapped arena becomes the host
+  // arena.
+  for (Slot& slot : slots_) {
+    if (!slot.device || slot.kernels == 0) continue;
+    if (slot.instance->offset_alignment() > alignment) {
+      return Status(KITE_ERROR_BACKEND, "backend '" + slot.instance->name() + "' needs tensor offsets aligned to " +
+                                            std::to_string(slot.instance->offset_alignment()) +
+                                            " bytes; this model's memory plan aligns them to " +
+                                            std::to_string(alignment));
     }
-    if (node.inputs.size() != 1 || node.inputs[0] < 0) {
-      return Status(KITE_ERROR_INVALID_MODEL, node_label(node) + " needs exactly one condition");
+    const uint64_t largest = slot.instance->max_buffer_size();
+    if (largest != 0 && arena_bytes > largest) {
+      return Status(KITE_ERROR_OUT_OF_MEMORY, "backend '" + slot.instance->name() + "': the arena of " +
+                                                  std::to_string(arena_bytes) + " bytes is larger than device '" +
+                                                  slot.instance->device()->info().name + "' allocates in one buffer (" +
+                                                  std::to_string(largest) + " bytes)");
     }
-    const TensorRec& cond = model_->tensors[static_cast<size_t>(node.inputs[0])];
-    if (cond.dtype != KITE_DTYPE_BOOL || cond.byte_size != 1) {
-      return Status(KITE_ERROR_INVALID_MODEL, node_label(node) + ": condition '" + cond.name +
-                                                  "' must hold one bool");
-    }
-    std::set<int> reads = {node.inputs[0]};
-    for (const kite::ops::Attr* branch : {then_attr, else_attr}) {
-      const GraphRec& bg = model_->graphs[static_cast<size_t>(branch->i)];
-      if (bg.outputs.size() != node.outputs.size()) {
-        return Status(KITE_ERROR_INVALID_MODEL,
-                      node_label(node) + ": branch graph " + std::to_string(branch->i) + " has " +
-                          std::to_string(bg.outputs.size()) + " outputs, the node has " +
-                          std::to_string(node.outputs.size()));
-      }
-      for (size_t k = 0; k < bg.outputs.size(); ++k) {
-        const TensorRec& src = model_->tensors[static_cast<size_t>(bg.outputs[k])];
-        const TensorRec& dst = model_->tensors[static_cast<size_t>(node.outputs[k])];
-        if (src.dtype != dst.dtype || src.shape != dst.shape) {
-          return Status(KITE_ERROR_INVALID_MODEL,
-                        node_label(node) + ": branch output '" + src.name + "' (" +
-                            kite::ops::shape_string(src.shape) + ") does not match output '" +
-                            dst.name + "' (" + kite::ops::shape_string(dst.shape) + ")");
-        }
-      }
-      collect_reads(*model_, static_cast<int>(branch->i), &reads);
-    }
-    for (int t : reads) make_host_resident(t, where, steps);
-    Step step;
-    step.kind = StepKind::If;
-    step.if_node = &node;
-    step.then_graph = static_cast<int>(then_attr->i);
-    step.else_graph = static_cast<int>(else_attr->i);
-    steps->push_back(step);
-    for (int t : node.outputs) (*where)[static_cast<size_t>(t)] = 1u;
-    rec.backend = "session";
-    rec.reason = "control flow";
-    if (record_placement) placements_.push_back(rec);
-    return Status::ok();
-  }
-
-  // Probe the backends in preference order. A backend that lacks the fused
-  // kernel but runs every node of the body takes the node decomposed, so a
-  // fused node leaves its preferred backend only for ops that backend lacks.
-  std::string declined;
-  for (const std::string& u : unavailable_) declined += (declined.empty() ? "" : "; ") + u;
-  auto supports = [&](const NodeRec& n, size_t b, std::string* reason) {
-    PreparedNode& probe = describe(n, static_cast<int>(b));
-    char text[256] = {0};
-    const int ok = backends_[b].api->supports(backends_[b].instance, &probe.abi, text, sizeof(text));
-    prepared_.pop_back();
-    if (!ok && reason) *reason = text[0] ? text : "not supported";
-    return ok != 0;
-  };
-  int chosen = -1;
-  bool decompose_on_chosen = false;
-  for (size_t b = 0; b < backends_.size() && chosen < 0; ++b) {
-    std::string reason;
-    if (supports(node, b, &reason)) {
-      chosen = static_cast<int>(b);
-      break;
-    }
-    declined += std::string(declined.empty() ? "" : "; ") + backends_[b].api->name + ": " + reason;
-    if (node.body.empty()) continue;
-    bool body_ok = true;
-    for (const NodeRec& body_node : node.body) body_ok = body_ok && supports(body_node, b, nullptr);
-    if (body_ok) {
-      chosen = static_cast<int>(b);
-      decompose_on_chosen = true;
-    }
-  }
-
-  if (chosen >= 0 && !decompose_on_chosen) {
-    rec.backend = backends_[static_cast<size_t>(chosen)].api->name;
-    rec.reason = declined;
-    Status st = prepare_on(node, chosen, where, steps);
+    slot.arena_bytes = arena_bytes;
+    Status st = check_limit(config, "device arenas");
     if (!st.is_ok()) return st;
-    if (chosen > 0 || !unavailable_.empty()) {
-      fallbacks_.push_back(node_label(node) + " -> " + rec.backend + " (" + declined + ")");
+    st = slot.instance->alloc(arena_bytes, KITE_BUFFER_ARENA, "the arena", &slot.arena);
+    if (!st.is_ok()) {
+      slot.arena_bytes = 0;
+      return st;
     }
-    if (record_placement) placements_.push_back(rec);
-    return Status::ok();
+    if (host_arena_ == nullptr && slot.instance->may_be_unified()) {
+      void* mapped = nullptr;
+      st = slot.instance->map(slot.arena, &mapped);
+      if (st.is_ok() && reinterpret_cast<uintptr_t>(mapped) % alignment == 0) {
+        host_arena_ = static_cast<uint8_t*>(mapped);
+        slot.shares_host = true;
+      } else if (!st.is_ok() && st.code() != KITE_ERROR_UNSUPPORTED) {
+        return st;
+      }
+    }
   }
-  if (!node.body.empty()) {
-    // Run the body: on the chosen backend, or (none runs it all) each body
-    // node placed on its own.
-    fallbacks_.push_back(node_label(node) + " decomposed into " + std::to_string(node.body.size()) +
-                         " nodes (" + declined + ")");
-    std::string body_backend;
-    for (const NodeRec& b : node.body) {
-      std::string used;
-      if (decompose_on_chosen) {
-        Status st = prepare_on(b, chosen, where, steps);
-        if (!st.is_ok()) return st;
-        used = backends_[static_cast<size_t>(chosen)].api->name;
+  if (host_arena_ == nullptr) {
+    host_arena_bytes_ = arena_bytes;
+    host_arena_owned_ = true;
+    Status st = check_limit(config, "host arena");
+    if (!st.is_ok()) {
+      host_arena_owned_ = false;
+      return st;
+    }
+    // An arena larger than the machine's RAM is refused up front: with
+    // memory overcommit the allocation could succeed and touching it get
+    // the process killed.
+    const long pages = ::sysconf(_SC_PHYS_PAGES);
+    const long page_size = ::sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page_size > 0 &&
+        arena_bytes / static_cast<uint64_t>(page_size) > static_cast<uint64_t>(pages)) {
+      host_arena_owned_ = false;
+      return Status(KITE_ERROR_OUT_OF_MEMORY,
+                    "arena of " + std::to_string(arena_bytes) +
+                        " bytes is larger than this machine's physical memory (" +
+                        std::to_string(static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)) +
+                        " bytes)");
+    }
+    host_arena_ = static_cast<uint8_t*>(std::aligned_alloc(static_cast<size_t>(alignment),
+                                                           static_cast<size_t>(arena_bytes)));
+    if (host_arena_ == nullptr) {
+      host_arena_owned_ = false;
+      return Status(KITE_ERROR_OUT_OF_MEMORY,
+                    "cannot allocate the arena of " + std::to_string(m.plan.arena_size) + " bytes");
+    }
+    std::memset(host_arena_, 0, static_cast<size_t>(arena_bytes));
+  }
+  // Every backend's view of the non-constant tensors: host addresses for
+  // host backends (and v1 device backends' data is computed from buffer +
+  // offset), buffer and offset for device backends.
+  for (Slot& slot : slots_) {
+    for (size_t i = 0; i < m.tensors.size(); ++i) {
+      const TensorRec& t = m.tensors[i];
+      if (t.is_constant()) continue;
+      kite_backend_tensor2& bt = slot.tensors.at(static_cast<int>(i));
+      if (slot.device) {
+        bt.buffer = slot.arena;
+        bt.offset = t.arena_offset;
+        bt.data = nullptr;
       } else {
-        const size_t before = placements_.size();
-        Status st = place_node(b, graph_index, /*record_placement=*/true, where, steps);
-        if (!st.is_ok()) return st;
-        used = placements_[before].backend;
-        placements_.resize(before);
-      }
-      if (body_backend.empty()) {
-        body_backend = used;
-      } else if (body_backend != used) {
-        body_backend = "mixed";
-      }
-    }
-    rec.backend = body_backend;
-    rec.decomposed = true;
-    rec.reason = declined;
-    if (record_placement) placements_.push_back(rec);
-    return Status::ok();
-  }
-  return Status(KITE_ERROR_UNSUPPORTED,
-                node_label(node) + " is not supported by any backend (" + declined + ")");
-}
-
-Status Session::run_graph(int graph_index) {
-  for (const Step& step : steps_[static_cast<size_t>(graph_index)]) {
-    switch (step.kind) {
-      case StepKind::Kernel: {
-        PreparedNode& p = *step.kernel;
-        BackendSlot& b = backends_[static_cast<size_t>(p.backend)];
-        const kite_status cs = b.api->execute(b.instance, p.kernel, error_, sizeof(error_));
-        if (cs != KITE_OK) {
-          return Status(cs, std::string(b.api->name) + " backend failed on " +
-                                node_label(*p.node) + ": " + error_);
-        }
-        break;
-      }
-      case StepKind::ToHost:
-      case StepKind::ToDevice: {
-        BackendSlot& b = backends_[static_cast<size_t>(step.backend)];
-        const TensorRec& t = model_->tensors[static_cast<size_t>(step.tensor)];
-        uint8_t* dev = static_cast<uint8_t*>(b.device_arena) + t.arena_offset;
-        uint8_t* host = arena_ + t.arena_offset;
-        const kite_status cs = step.kind == StepKind::ToHost
-                                   ? b.api->copy_to_host(b.instance, host, dev, t.byte_size)
-                                   : b.api->copy_to_device(b.instance, dev, host, t.byte_size);
-        if (cs != KITE_OK) {
-          return Status(cs, std::string(b.api->name) + " backend failed to copy tensor '" +
-                                t.name + "'");
-        }
-        break;
-      }
-      case StepKind::If: {
-        const NodeRec& node = *step.if_node;
-        const uint8_t cond =
-            *static_cast<const uint8_t*>(host_tensors_[static_cast<size_t>(node.inputs[0])].data);
-        const int branch = cond != 0 ? step.then_graph : step.else_graph;
-        Status st = run_graph(branch);
-        if (!st.is_ok()) return st;
-        const GraphRec& bg = model_->graphs[static_cast<size_t>(branch)];
-        for (size_t k = 0; k < bg.outputs.size(); ++k) {
-          const kite_backend_tensor& src = host_tensors_[static_cast<size_t>(bg.outputs[k])];
-          const kite_backend_tensor& dst = host_tensors_[static_cast<size_t>(node.outputs[k])];
-          if (src.data != dst.data && dst.byte_size > 0) {
-            std::memmove(dst.data, src.data, static_cast<size_t>(dst.byte_size));
-          }
-        }
-        break;
+        bt.data = host_arena_ + t.arena_offset;
       }
     }
   }
   return Status::ok();
+}
+
+Status Session::load_weights(const SessionConfig& config) {
+  const Model& m = *model_;
+  std::vector<std::set<int>> used(slots_.size());
+  for (const KernelRec& k : schedule_.kernels) {
+    for (int t : k.node->inputs) {
+      if (t >= 0 && m.tensors[static_cast<size_t>(t)].is_constant()) used[static_cast<size_t>(k.backend)].insert(t);
+    }
+  }
+  for (size_t b = 0; b < slots_.size(); ++b) {
+    Slot& slot = slots_[b];
+    if (!slot.device || used[b].empty()) continue;
+    const uint64_t alignment = slot.instance->offset_alignment();
+    // Zero-copy first: wrap the mapped file's pages that hold these
+    // constants, when the device can import host memory and every constant
+    // sits at an offset it can address.
+    if (slot.instance->can_import_host() && m.file_data() != nullptr) {
+      uintptr_t lo = UINTPTR_MAX, hi = 0;
+      for (int t : used[b]) {
+        const TensorRec& r = m.tensors[static_cast<size_t>(t)];
+        lo = std::min(lo, reinterpret_cast<uintptr_t>(r.const_data));
+        hi = std::max(hi, reinterpret_cast<uintptr_t>(r.const_data) + static_cast<uintptr_t>(r.byte_size));
+      }
+      const uintptr_t base = lo / kPage * kPage;
+      const uintptr_t end = round_up(hi, kPage);
+      const uintptr_t file_begin = reinterpret_cast<uintptr_t>(m.file_data());
+      bool addressable = base >= file_begin && end <= round_up(file_begin + m.file_size(), kPage);
+      for (int t : used[b]) {
+        addressable = addressable &&
+                      (reinterpret_cast<uintptr_t>(m.tensors[static_cast<size_t>(t)].const_data) - base) % alignment == 0;
+      }
+      if (addressable) {
+        kite_backend_buffer imported = nullptr;
+        Status st = slot.instance->import_host(reinterpret_cast<const void*>(base), end - base, &imported);
+        if (st.is_ok()) {
+          slot.weights = imported;
+          slot.weights_imported = true;
+          slot.weights_bytes = end - base;
+          for (int t : used[b]) {
+            kite_backend_tensor2& bt = slot.tensors.at(t);
+            bt.buffer = imported;
+            bt.offset = reinterpret_cast<uintptr_t>(m.tensors[static_cast<size_t>(t)].const_data) - base;
+          }
+          continue;
+        }
+        if (st.code() != KITE_ERROR_UNSUPPORTED) return st;
+      }
+    }
+    // One weights buffer holding exactly these constants, uploaded once.
+    uint64_t size = 0;
+    for (int t : used[b]) size = round_up(size, alignment) + m.tensors[static_cast<size_t>(t)].byte_size;
+    slot.weights_bytes = size == 0 ? 1 : size;
+    const uint64_t largest = slot.instance->max_buffer_size();
+    if (largest != 0 && slot.weights_bytes > largest) {
+      return Status(KITE_ERROR_OUT_OF_MEMORY, "backend '" + slot.instance->name() + "': its weights (" +
+                                                  std::to_string(slot.weights_bytes) + " bytes) are larger than device '" +
+                                                  slot.instance->device()->info().name + "' allocates in one buffer (" +
+                                                  std::to_string(largest) + " bytes)");
+    }
+    Status st = check_limit(config, "weights");
+    if (!st.is_ok()) return st;
+    st = slot.instance->alloc(slot.weights_bytes, KITE_BUFFER_WEIGHTS, "the weights", &slot.weights);
+    if (!st.is_ok()) {
+      slot.weights_bytes = 0;
+      return st;
+    }
+    uint64_t offset = 0;
+    for (int t : used[b]) {
+      const TensorRec& r = m.tensors[static_cast<size_t>(t)];
+      offset = round_up(offset, alignment);
+      kite_backend_tensor2& bt = slot.tensors.at(t);
+      bt.buffer = slot.weights;
+      bt.offset = offset;
+      bt.data = nullptr;
+      offset += r.byte_size;
+      if (r.byte_size == 0) continue;
+      st = slot.instance->upload(bt, r.const_data);
+      if (!st.is_ok()) return st;
+      ++slot.weight_uploads;
+    }
+  }
+  return Status::ok();
+}
+
+Status Session::prepare_kernels() {
+  for (size_t i = 0; i < schedule_.kernels.size(); ++i) {
+    const KernelRec& k = schedule_.kernels[i];
+    kernels_.emplace_back();
+    Kernel& kernel = kernels_.back();
+    kernel.backend = k.backend;
+    Slot& slot = slots_[static_cast<size_t>(k.backend)];
+    kite::abi::Node::Spec spec;
+    spec.name = k.node->name.c_str();
+    spec.op = k.node->op.c_str();
+    spec.domain = k.node->domain.c_str();
+    spec.fused_pattern = k.node->fused_pattern.c_str();
+    spec.index = static_cast<int32_t>(i);
+    spec.inputs = k.node->inputs;
+    spec.outputs = k.node->outputs;
+    spec.attrs = &k.node->abi_attrs;
+    kernel.node.build(spec, &slot.tensors);
+    Status st = slot.instance->prepare(&kernel.node, &kernel.handle);
+    if (!st.is_ok()) return st;
+  }
+  return Status::ok();
+}
+
+Status Session::allocate_workspaces(const SessionConfig& config) {
+  for (Slot& slot : slots_) {
+    uint64_t bytes = 0;
+    if (slot.kernels > 0) {
+      Status st = slot.instance->workspace_size(&bytes);
+      if (!st.is_ok()) return st;
+    }
+    slot.workspace_bytes = bytes;
+    Status st = check_limit(config, "workspaces");
+    if (!st.is_ok()) return st;
+    kite_backend_bindings bindings{};
+    bindings.struct_size = sizeof bindings;
+    if (bytes > 0) {
+      if (slot.device) {
+        st = slot.instance->alloc(bytes, KITE_BUFFER_WORKSPACE, "the workspace", &slot.workspace);
+        if (!st.is_ok()) {
+          slot.workspace_bytes = 0;
+          return st;
+        }
+      } else {
+        slot.workspace_host = std::aligned_alloc(64, static_cast<size_t>(round_up(bytes, 64)));
+        if (slot.workspace_host == nullptr) {
+          slot.workspace_bytes = 0;
+          return Status(KITE_ERROR_OUT_OF_MEMORY, "cannot allocate the workspace of " +
+                                                      std::to_string(bytes) + " bytes for backend '" +
+                                                      slot.instance->name() + "'");
+        }
+      }
+    }
+    bindings.arena = slot.device ? slot.arena : nullptr;
+    bindings.weights = slot.device ? slot.weights : nullptr;
+    bindings.workspace = slot.workspace;
+    bindings.workspace_host = slot.workspace_host;
+    bindings.workspace_size = bytes;
+    st = slot.instance->bind(bindings);
+    if (!st.is_ok()) return st;
+  }
+  return Status::ok();
+}
+
+Status Session::prepare_segments() {
+  segments_.assign(schedule_.segments.size(), PreparedSegment{});
+  for (size_t s = 0; s < schedule_.segments.size(); ++s) {
+    const SegmentRec& seg = schedule_.segments[s];
+    PreparedSegment& p = segments_[s];
+    for (int k = seg.first; k < seg.first + seg.count; ++k) {
+      p.kernels.push_back(kernels_[static_cast<size_t>(k)].handle);
+      p.nodes.push_back(kernels_[static_cast<size_t>(k)].node.v2());
+    }
+    BackendInstance& instance = *slots_[static_cast<size_t>(seg.backend)].instance;
+    if (!instance.has_segments()) continue;
+    kite_backend_segment abi{};
+    abi.struct_size = sizeof abi;
+    abi.num_kernels = seg.count;
+    abi.kernels = p.kernels.data();
+    abi.nodes = p.nodes.data();
+    Status st = instance.prepare_segment(abi, &p.handle);
+    if (!st.is_ok()) return st;
+  }
+  return Status::ok();
+}
+
+Status Session::replan() {
+  Boundary boundary;
+  for (const Binding& b : input_bindings_) boundary.inputs.push_back(b.backend);
+  for (const Binding& b : output_bindings_) boundary.outputs.push_back(b.backend);
+  Status st = builder_->plan_steps(boundary, &schedule_);
+  if (!st.is_ok()) return st;
+  if (!mutation_.empty()) ScheduleBuilder::apply_test_mutation(mutation_, &schedule_);
+  return Status::ok();
+}
+
+Status Session::bind_buffer(bool input, int index, const std::string& backend, uint64_t handle,
+                            uint64_t offset) {
+  if (in_flight_) return Status(KITE_ERROR_INVALID_ARGUMENT, "a run is in flight: call kite_session_wait first");
+  std::vector<Binding>& bindings = input ? input_bindings_ : output_bindings_;
+  const std::vector<int>& tensors = input ? model_->main_graph().inputs : model_->main_graph().outputs;
+  Binding& binding = bindings[static_cast<size_t>(index)];
+  const TensorRec& t = model_->tensors[static_cast<size_t>(tensors[static_cast<size_t>(index)])];
+  Binding fresh;
+  if (!backend.empty()) {
+    int found = -1;
+    for (size_t b = 0; b < slots_.size(); ++b) {
+      if (slots_[b].instance->name() == backend) found = static_cast<int>(b);
+    }
+    if (found < 0) {
+      return Status(KITE_ERROR_NOT_FOUND, "backend '" + backend + "' is not one of this session's backends");
+    }
+    Slot& slot = slots_[static_cast<size_t>(found)];
+    if (!slot.device || !slot.instance->can_import_external()) {
+      return Status(KITE_ERROR_UNSUPPORTED, "backend '" + backend +
+                                                "' cannot use application buffers (it has no "
+                                                "import_external and copy_buffer)");
+    }
+    if (slot.arena == nullptr) {
+      return Status(KITE_ERROR_INVALID_ARGUMENT, "backend '" + backend +
+                                                     "' runs no node of this model, so it has no arena "
+                                                     "to copy '" + t.name + "' into or out of");
+    }
+    if (offset > UINT64_MAX - t.byte_size) {
+      return Status(KITE_ERROR_INVALID_ARGUMENT, "offset " + std::to_string(offset) + " overflows");
+    }
+    Status st = slot.instance->import_external(handle, offset + t.byte_size, &fresh.buffer);
+    if (!st.is_ok()) return st;
+    fresh.backend = found;
+    fresh.offset = offset;
+  }
+  if (binding.buffer != nullptr) slots_[static_cast<size_t>(binding.backend)].instance->free(binding.buffer);
+  binding = fresh;
+  return replan();
+}
+
+// ---- running ------------------------------------------------------------------
+
+Status Session::run_step(const Step& step) {
+  const Model& m = *model_;
+  switch (step.kind) {
+    case StepKind::Segment: {
+      ++stats_.segments;
+      const SegmentRec& seg = schedule_.segments[static_cast<size_t>(step.segment)];
+      BackendInstance& instance = *slots_[static_cast<size_t>(seg.backend)].instance;
+      PreparedSegment& p = segments_[static_cast<size_t>(step.segment)];
+      for (int k = seg.first; k < seg.first + seg.count; ++k) kernel_ran_[static_cast<size_t>(k)] = 1;
+      if (p.handle != nullptr) return instance.execute_segment(p.handle);
+      for (int k = seg.first; k < seg.first + seg.count; ++k) {
+        Status st = instance.execute(p.kernels[static_cast<size_t>(k - seg.first)],
+                                     schedule_.kernels[static_cast<size_t>(k)].node->name.c_str());
+        if (!st.is_ok()) return st;
+      }
+      return Status::ok();
+    }
+    case StepKind::Upload: {
+      ++stats_.uploads;
+      return slots_[static_cast<size_t>(step.backend)].instance->upload(tensor_of(step.backend, step.tensor),
+                                                                          tensor_data(step.tensor));
+    }
+    case StepKind::Download: {
+      ++stats_.downloads;
+      return slots_[static_cast<size_t>(step.backend)].instance->download(tensor_data(step.tensor),
+                                                                            tensor_of(step.backend, step.tensor));
+    }
+    case StepKind::Sync:
+      ++stats_.syncs;
+      return slots_[static_cast<size_t>(step.backend)].instance->synchronize();
+    case StepKind::BufferIn:
+    case StepKind::BufferOut: {
+      ++stats_.buffer_copies;
+      const bool in = step.kind == StepKind::BufferIn;
+      const std::vector<int>& list = in ? m.main_graph().inputs : m.main_graph().outputs;
+      const std::vector<Binding>& bindings = in ? input_bindings_ : output_bindings_;
+      size_t index = 0;
+      while (index < list.size() && list[index] != step.tensor) ++index;
+      const Binding& b = bindings[index];
+      Slot& slot = slots_[static_cast<size_t>(step.backend)];
+      const TensorRec& t = m.tensors[static_cast<size_t>(step.tensor)];
+      if (in) {
+        return slot.instance->copy_buffer(b.buffer, b.offset, slot.arena, t.arena_offset, t.byte_size, "input",
+                                          t.name.c_str());
+      }
+      return slot.instance->copy_buffer(slot.arena, t.arena_offset, b.buffer, b.offset, t.byte_size, "output",
+                                        t.name.c_str());
+    }
+    case StepKind::If: {
+      const auto start = std::chrono::steady_clock::now();
+      const NodeRec& node = *step.if_node;
+      // A constant's value is in the file, anything else in the host arena.
+      auto value = [&](int t) -> const uint8_t* {
+        const TensorRec& r = m.tensors[static_cast<size_t>(t)];
+        return r.is_constant() ? r.const_data : tensor_data(t);
+      };
+      const uint8_t cond = *value(node.inputs[0]);
+      const int branch = cond != 0 ? step.then_graph : step.else_graph;
+      Status st = run_steps(branch, false);
+      if (!st.is_ok()) return st;
+      const GraphRec& bg = m.graphs[static_cast<size_t>(branch)];
+      for (size_t k = 0; k < bg.outputs.size(); ++k) {
+        const uint8_t* src = value(bg.outputs[k]);
+        uint8_t* dst = tensor_data(node.outputs[k]);
+        const uint64_t bytes = m.tensors[static_cast<size_t>(node.outputs[k])].byte_size;
+        if (src != dst && bytes > 0) std::memmove(dst, src, static_cast<size_t>(bytes));
+      }
+      if (step.placement >= 0) {
+        if_ns_[static_cast<size_t>(step.placement)] += static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+      }
+      return Status::ok();
+    }
+  }
+  return Status(KITE_ERROR_INTERNAL, "unknown schedule step");
+}
+
+Status Session::run_steps(int graph, bool defer_final_syncs) {
+  for (const Step& step : schedule_.steps[static_cast<size_t>(graph)]) {
+    if (step.final_sync) {
+      if (defer_final_syncs) continue;
+      break;  // the run's end: finish_run does these after end_run
+    }
+    Status st = run_step(step);
+    if (!st.is_ok()) return st;
+  }
+  return Status::ok();
+}
+
+Status Session::finish_run() {
+  Status first;
+  for (Slot& slot : slots_) {
+    if (slot.kernels == 0) continue;
+    Status st = slot.instance->end_run();
+    if (!st.is_ok() && first.is_ok()) first = st;
+  }
+  if (first.is_ok()) {
+    for (const Step& step : schedule_.steps[0]) {
+      if (!step.final_sync) continue;
+      Status st = run_step(step);
+      if (!st.is_ok()) {
+        first = st;
+        break;
+      }
+    }
+  }
+  in_flight_ = false;
+  if (!first.is_ok()) {
+    abandon_run();
+    return first;
+  }
+  if (profiling_) collect_profile();
+  return Status::ok();
+}
+
+// After a failed step: waits for whatever is still queued, ignoring errors,
+// so that nothing the devices still do touches memory freed afterwards.
+void Session::abandon_run() {
+  in_flight_ = false;
+  for (Slot& slot : slots_) {
+    if (slot.device && slot.kernels > 0) (void)slot.instance->synchronize();
+  }
 }
 
 Status Session::run() {
-  for (const auto& r : poison_ranges_) {
-    std::memset(arena_ + r.first, 0xFF, static_cast<size_t>(r.second - r.first));
-  }
-  Status st = run_graph(0);
+  Status st = run_async();
   if (!st.is_ok()) return st;
-  for (BackendSlot& b : backends_) {
-    if (b.device && b.api->synchronize != nullptr) {
-      const kite_status cs = b.api->synchronize(b.instance);
-      if (cs != KITE_OK) return Status(cs, std::string(b.api->name) + " backend failed to synchronize");
+  return wait();
+}
+
+Status Session::run_async() {
+  if (lost_) return Status(KITE_ERROR_DEVICE_LOST, "the session's device was lost earlier: " + lost_message_);
+  if (in_flight_) return Status(KITE_ERROR_INVALID_ARGUMENT, "a run is already in flight: call kite_session_wait first");
+  stats_ = RunStats{};
+  std::fill(kernel_ran_.begin(), kernel_ran_.end(), 0);
+  std::fill(if_ns_.begin(), if_ns_.end(), 0);
+  for (const auto& r : poison_ranges_) {
+    std::memset(host_arena_ + r.first, 0xFF, static_cast<size_t>(r.second - r.first));
+  }
+  in_flight_ = true;
+  Status st;
+  for (Slot& slot : slots_) {
+    if (slot.kernels == 0) continue;
+    st = slot.instance->begin_run();
+    if (!st.is_ok()) break;
+  }
+  if (st.is_ok()) st = run_steps(0, false);
+  if (!st.is_ok()) {
+    if (st.code() == KITE_ERROR_DEVICE_LOST) {
+      lost_ = true;
+      lost_message_ = st.message();
     }
+    abandon_run();
+    return st;
   }
   return Status::ok();
+}
+
+Status Session::wait() {
+  if (!in_flight_) return Status::ok();
+  Status st = finish_run();
+  if (st.code() == KITE_ERROR_DEVICE_LOST) {
+    lost_ = true;
+    lost_message_ = st.message();
+  }
+  return st;
+}
+
+void Session::collect_profile() {
+  std::vector<uint64_t> ns(profile_.size(), 0);
+  std::vector<char> measured(profile_.size(), 0);
+  for (size_t k = 0; k < kernels_.size(); ++k) {
+    const int p = schedule_.kernels[k].placement;
+    if (p < 0 || !kernel_ran_[k]) continue;
+    uint64_t t = 0;
+    if (slots_[static_cast<size_t>(kernels_[k].backend)].instance->kernel_time(kernels_[k].handle, &t)) {
+      ns[static_cast<size_t>(p)] += t;
+      measured[static_cast<size_t>(p)] = 1;
+    }
+  }
+  for (size_t p = 0; p < profile_.size(); ++p) {
+    if (schedule_.placements[p].backend == "session") {
+      ns[p] = if_ns_[p];
+      measured[p] = 1;
+    }
+    if (!measured[p]) continue;
+    profile_[p].measured = true;
+    profile_[p].runs += 1;
+    profile_[p].total_ns += ns[p];
+  }
+}
+
+void Session::reset_profile() { profile_.assign(profile_.size(), NodeProfile{}); }
+
+std::vector<BackendUsage> Session::backend_usage() const {
+  std::vector<BackendUsage> out;
+  std::vector<int> segments(slots_.size(), 0);
+  for (const SegmentRec& s : schedule_.segments) ++segments[static_cast<size_t>(s.backend)];
+  for (size_t b = 0; b < slots_.size(); ++b) {
+    const Slot& slot = slots_[b];
+    BackendUsage u;
+    u.name = slot.instance->name();
+    u.device_name = slot.instance->device() ? slot.instance->device()->info().name : "";
+    u.device_index = slot.instance->device() ? slot.instance->device()->index() : 0;
+    u.abi_version = static_cast<int>(slot.instance->table().version());
+    u.device_memory = slot.device;
+    u.unified = slot.shares_host;
+    u.weights_imported = slot.weights_imported;
+    u.kernels = slot.kernels;
+    u.segments = segments[b];
+    u.weight_uploads = slot.weight_uploads;
+    u.arena_bytes = slot.arena_bytes;
+    u.weights_bytes = slot.weights_bytes;
+    u.workspace_bytes = slot.workspace_bytes;
+    out.push_back(u);
+  }
+  for (size_t i = 0; i < unavailable_names_.size(); ++i) {
+    BackendUsage u;
+    u.name = unavailable_names_[i];
+    u.available = false;
+    u.reason = unavailable_[i];
+    out.push_back(u);
+  }
+  return out;
 }
 
 }  // namespace kite::rt

@@ -49,6 +49,9 @@ class Verifier {
                      int graph_count, int depth, const Model& model, NodeRec* out);
   Status decode_plan(const fb::Model& m, Model* model);
   Status check_node_overlap(const Model& model, const NodeRec& node) const;
+  Status check_op_rules(const Model& model) const;
+  Status check_node_rules(const Model& model, const NodeRec& node, const std::string& where) const;
+  Status check_if(const Model& model, const NodeRec& node, const std::string& where) const;
   static std::string what_node(const NodeRec& n) { return n.op + " node '" + n.name + "'"; }
 
   const uint8_t* data_;
@@ -115,6 +118,7 @@ Status Verifier::run(Model* model) {
     if (!s.is_ok()) return s;
   }
   // The application sees graph 0's inputs and outputs.
+  // (op rules are checked after the plan, below)
   const GraphRec& main = model->graphs[0];
   for (int t : main.inputs) {
     if (model->tensors[static_cast<size_t>(t)].kind != TensorKind::Input) {
@@ -126,7 +130,127 @@ Status Verifier::run(Model* model) {
       return fail("main graph output " + tensor_label(model->tensors, t) + " is a constant");
     }
   }
-  return decode_plan(m, model);
+  s = decode_plan(m, model);
+  if (!s.is_ok()) return s;
+  return check_op_rules(*model);
+}
+
+// Every node's declared outputs against the shared op rules (kite_ops), once,
+// at load: a backend (a plugin without the C++ op library included) can then
+// trust a node's declared shapes and dtypes. A fused node is checked through
+// its body (each body node against its op's rules, the body's values flowing
+// from the fused node's inputs to its outputs); If against its branches.
+Status Verifier::check_op_rules(const Model& model) const {
+  for (size_t g = 0; g < model.graphs.size(); ++g) {
+    const std::string where = "graph " + std::to_string(g);
+    for (const NodeRec& node : model.graphs[g].nodes) {
+      Status s = check_node_rules(model, node, where);
+      if (!s.is_ok()) return s;
+    }
+  }
+  return Status::ok();
+}
+
+Status Verifier::check_if(const Model& model, const NodeRec& node, const std::string& where) const {
+  const std::string label = where + " " + what_node(node);
+  const kite::ops::Attr* branches[2] = {nullptr, nullptr};
+  for (const auto& a : node.attrs) {
+    if (a.name == "then_branch") branches[0] = &a;
+    if (a.name == "else_branch") branches[1] = &a;
+  }
+  if (branches[0] == nullptr || branches[1] == nullptr || branches[0]->type != KITE_ATTR_GRAPH ||
+      branches[1]->type != KITE_ATTR_GRAPH) {
+    return fail(label + " lacks then/else branch graphs");
+  }
+  if (node.inputs.size() != 1 || node.inputs[0] < 0) return fail(label + " needs exactly one condition");
+  const TensorRec& cond = model.tensors[static_cast<size_t>(node.inputs[0])];
+  if (cond.dtype != KITE_DTYPE_BOOL || cond.byte_size != 1) {
+    return fail(label + ": condition '" + cond.name + "' must hold one bool");
+  }
+  for (const kite::ops::Attr* branch : branches) {
+    const GraphRec& bg = model.graphs[static_cast<size_t>(branch->i)];
+    if (bg.outputs.size() != node.outputs.size()) {
+      return fail(label + ": branch graph " + std::to_string(branch->i) + " has " +
+                  std::to_string(bg.outputs.size()) + " outputs, the node has " +
+                  std::to_string(node.outputs.size()));
+    }
+    for (size_t k = 0; k < bg.outputs.size(); ++k) {
+      const TensorRec& src = model.tensors[static_cast<size_t>(bg.outputs[k])];
+      const TensorRec& dst = model.tensors[static_cast<size_t>(node.outputs[k])];
+      if (src.dtype != dst.dtype || src.shape != dst.shape) {
+        return fail(label + ": branch output '" + src.name + "' (" + kite::ops::shape_string(src.shape) +
+                    ") does not match output '" + dst.name + "' (" + kite::ops::shape_string(dst.shape) + ")");
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Status Verifier::check_node_rules(const Model& model, const NodeRec& node, const std::string& where) const {
+  const std::string label = where + " " + what_node(node);
+  if (node.op == "If" && node.domain.empty()) return check_if(model, node, where);
+  if (!node.fused_pattern.empty()) {
+    if (node.body.empty()) return fail(label + " is fused ('" + node.fused_pattern + "') but has no body");
+    // The body's data flow: fused inputs (and constants) in, fused outputs out.
+    std::vector<bool> available(model.tensors.size(), false);
+    for (int t : node.inputs) {
+      if (t >= 0) available[static_cast<size_t>(t)] = true;
+    }
+    for (const NodeRec& b : node.body) {
+      for (int t : b.inputs) {
+        if (t >= 0 && !available[static_cast<size_t>(t)] && !model.tensors[static_cast<size_t>(t)].is_constant()) {
+          return fail(label + " body node '" + b.name + "' reads " + tensor_label(model.tensors, t) +
+                      ", which is neither an input of the fused node nor made earlier in its body");
+        }
+      }
+      Status s = check_node_rules(model, b, label + " body");
+      if (!s.is_ok()) return s;
+      for (int t : b.outputs) available[static_cast<size_t>(t)] = true;
+    }
+    for (int t : node.outputs) {
+      bool made = false;
+      for (const NodeRec& b : node.body) {
+        for (int o : b.outputs) made = made || o == t;
+      }
+      if (!made) {
+        return fail(label + " output " + tensor_label(model.tensors, t) + " is not made by its body");
+      }
+    }
+    return Status::ok();
+  }
+  if (!node.domain.empty()) return fail(label + " has unknown domain '" + node.domain + "'");
+  if (!kite::ops::is_known_op(node.op)) return fail(label + ": op " + node.op + " has no shape rules in this runtime");
+  kite::ops::OpNode op;
+  op.name = node.name;
+  op.op = node.op;
+  op.domain = node.domain;
+  op.attrs = node.attrs;
+  op.num_outputs = static_cast<int>(node.outputs.size());
+  for (int t : node.inputs) {
+    kite::ops::TensorType in;
+    if (t < 0) {
+      in.present = false;
+    } else {
+      const TensorRec& r = model.tensors[static_cast<size_t>(t)];
+      in.name = r.name;
+      in.dtype = r.dtype;
+      in.shape = r.shape;
+      in.data = r.is_constant() ? r.const_data : nullptr;
+    }
+    op.inputs.push_back(std::move(in));
+  }
+  std::vector<kite::ops::TensorType> declared;
+  for (int t : node.outputs) {
+    const TensorRec& r = model.tensors[static_cast<size_t>(t)];
+    kite::ops::TensorType out;
+    out.name = r.name;
+    out.dtype = r.dtype;
+    out.shape = r.shape;
+    declared.push_back(std::move(out));
+  }
+  std::string err;
+  if (!kite::ops::check_declared_outputs(op, declared, &err)) return fail(label + ": " + err);
+  return Status::ok();
 }
 
 Status Verifier::decode_tensors(const fb::Model& m, Model* model) {
@@ -288,31 +412,8 @@ Status Verifier::decode_node(const fb::Node& n, const std::string& where, int gr
       out->attrs.push_back(std::move(attr));
     }
   }
-  // ABI view of the attributes, built once; pointers stay valid because the
-  // vectors are not modified after this point (NodeRec is moved, not copied,
-  // and moving a vector keeps its buffer).
-  out->abi_attr_strings.resize(out->attrs.size());
-  for (size_t k = 0; k < out->attrs.size(); ++k) {
-    const kite::ops::Attr& a = out->attrs[k];
-    kite_backend_attr c{};
-    c.name = a.name.c_str();
-    c.type = a.type;
-    c.i = a.i;
-    c.f = a.f;
-    c.s = a.s.c_str();
-    if (a.type == KITE_ATTR_INTS) {
-      c.count = static_cast<int32_t>(a.ints.size());
-      c.ints = a.ints.data();
-    } else if (a.type == KITE_ATTR_FLOATS) {
-      c.count = static_cast<int32_t>(a.floats.size());
-      c.floats = a.floats.data();
-    } else if (a.type == KITE_ATTR_STRINGS) {
-      for (const auto& s : a.strings) out->abi_attr_strings[k].push_back(s.c_str());
-      c.count = static_cast<int32_t>(a.strings.size());
-      c.strings = out->abi_attr_strings[k].data();
-    }
-    out->abi_attrs.push_back(c);
-  }
+  // ABI view of the attributes, built once (kite/abi/node.h).
+  out->abi_attrs.assign(out->attrs);
   if (n.body() && n.body()->size() > 0) {
     if (out->fused_pattern.empty()) return fail(label + " has a body but no fused pattern");
     if (depth > 0) return fail(label + " nests a fused body inside a fused body");

@@ -4,9 +4,7 @@
 #include "kite/backend.h"
 
 #ifdef KITE_BAD_ABI
-static kite_backend_api g_api = {999u, sizeof(kite_backend_api), "badabi", KITE_BACKEND_MEMORY_HOST,
-                                 nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                 nullptr, nullptr, nullptr, nullptr, nullptr};
+static kite_backend_api g_api = {999u, sizeof(kite_backend_api), "badabi", KITE_BACKEND_MEMORY_HOST};
 extern "C" __attribute__((visibility("default"))) const kite_backend_api* kite_backend_entry(void) {
   return &g_api;
 }

@@ -1,38 +1,53 @@
 #!/usr/bin/env python3
 # Python: the default python3 (numpy from pip) - only numpy is needed.
-"""Every model through the configurable test backend (tests/backend) in each
-configuration must give the CPU backend's outputs. Where the same kernels
-run (all accepted, an op falling back to the CPU, the "device" side of
-transfers) they must match bit for bit: same kernels, same values, same
-order (runs use one thread so no work split can differ). Where fused nodes
-run as their bodies, a fused kernel (LayerNorm, GELU, attention) sums in a
-different order than its primitive ops, so those configurations must match
-within 1e-4 x max|reference|, the bound the model set meets against
-onnxruntime (float32 reassociation over a few hundred terms is ~1e-6
-relative; 1e-4 leaves room and still catches any wrong op).
+"""Every model on devsim, the simulated GPU (backends/devsim), in each
+configuration, against the CPU backend. devsim computes with the CPU's
+kernels on its own (poisoned, deferred, non-addressable) memory, so its
+outputs must equal the CPU's bit for bit: same kernels, same values, same
+order (runs use one thread so no work split can differ). Where devsim
+declines fused nodes, their bodies run; the reference is then the CPU with
+its fused kernels off (cpu:fused=0), and the match is again exact.
 
-Also checks that with fused nodes declined, `kite-run --placement` shows
-them decomposed, and that strict mode refuses the fallback naming a node.
+For each model and configuration it also checks the counts, three ways:
+what devsim counted itself (its stats file), what the runtime reports
+(kite-run --json) and what the configuration implies:
+  - uploads and downloads per run: devsim's == the runtime's;
+  - all nodes accepted: ONE segment per run, copies only for the graph's
+    inputs (uploads) and outputs (downloads); none at all with unified=1;
+  - unified=1: no uploads, not even of the weights (imported);
+  - devsim's segments executed per run == its segments in the schedule
+    (segments=0: none recorded, every kernel executed on its own).
+and prints the table: model, configuration, uploads and downloads per run,
+weights uploaded at creation, arena + weights bytes on the device.
+
+Also checks that strict mode refuses a fallback, naming a node.
 
 Usage: backend_configs.py --kite-convert P --kite-run P --plugin-dir DIR
                           --workdir DIR MODEL.onnx|MODEL.kite ...
-Prints one line per model and configuration, then "N passed, N failed".
+Prints one line per model and configuration, the table, then
+"N passed, N failed".
 """
 import argparse
+import json
 import os
-import re
 import subprocess
 import sys
 
 import numpy as np
 
+# (label, devsim options). The declined ops are common to the CNNs and the
+# transformers, so every model splits into several devsim segments.
+DECLINED = "Add,Relu,MaxPool,Softmax,Transpose,Gemm"
 CONFIGS = [
-    "",                                   # accept everything
-    "decline-fused",                      # fused nodes run as their bodies
-    "decline=Conv",                       # one op type falls back to the CPU
-    "device",                             # device memory: uploads and downloads
-    "device,decline-fused,decline=Relu",  # all of it at once
+    ("all accepted", {}),
+    ("unified", {"unified": "1"}),
+    ("fused declined", {"decline_fused": "1"}),
+    ("fused declined, unified", {"decline_fused": "1", "unified": "1"}),
+    ("ops declined", {"decline_ops": DECLINED}),
+    ("ops declined, unified", {"decline_ops": DECLINED, "unified": "1"}),
+    ("no segments", {"segments": "0"}),
 ]
+RUNS = 2  # one run, then --iterations 1
 
 
 def run(cmd, env=None):
@@ -53,10 +68,11 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     passed = failed = 0
+    table = []
 
     def verdict(ok, label, detail=""):
         nonlocal passed, failed
-        print(f"{'PASS' if ok else 'FAIL'} {label}{': ' + detail if detail else ''}")
+        print(f"{'PASS' if ok else 'FAIL'} {label}{': ' + detail if detail else ''}", flush=True)
         passed += ok
         failed += not ok
 
@@ -69,50 +85,101 @@ def main():
             if p.returncode != 0:
                 verdict(False, f"{name} convert", p.stderr.strip())
                 continue
-        ref_dir = os.path.join(args.workdir, name, "cpu")
-        p = run([args.kite_run, kite, "--threads", "1", "--quiet", "--output-dir", ref_dir])
-        if p.returncode != 0:
-            verdict(False, f"{name} cpu", p.stderr.strip())
-            continue
-        ref = outputs(ref_dir)
-        for cfg in CONFIGS:
-            env = dict(os.environ, KITE_TEST_BACKEND=cfg)
-            out_dir = os.path.join(args.workdir, name, cfg.replace(",", "+").replace("=", "-") or "all")
-            p = run([args.kite_run, kite, "--threads", "1", "--backend", "test,cpu",
-                     "--backend-path", args.plugin_dir, "--placement", "--output-dir", out_dir], env)
-            label = f"{name} [{cfg or 'accept all'}]"
+        refs = {}
+        for ref_name, extra in (("cpu", []), ("cpu-bodies", ["--backend-option", "cpu:fused=0"])):
+            ref_dir = os.path.join(args.workdir, name, ref_name)
+            p = run([args.kite_run, kite, "--threads", "1", "--quiet", "--output-dir", ref_dir] + extra)
             if p.returncode != 0:
-                verdict(False, label, p.stderr.strip())
+                verdict(False, f"{name} {ref_name}", p.stderr.strip())
+                break
+            refs[ref_name] = outputs(ref_dir)
+        if len(refs) != 2:
+            continue
+        for label, options in CONFIGS:
+            tag = label.replace(", ", "+").replace(" ", "-")
+            out_dir = os.path.join(args.workdir, name, tag)
+            stats_file = os.path.join(args.workdir, name, tag + ".devsim.json")
+            json_file = os.path.join(args.workdir, name, tag + ".run.json")
+            for f in (stats_file, json_file):
+                if os.path.exists(f):
+                    os.remove(f)
+            opts = dict(options, stats=stats_file)
+            cmd = [args.kite_run, kite, "--threads", "1", "--backend", "devsim,cpu", "--backend-path",
+                   args.plugin_dir, "--quiet", "--output-dir", out_dir, "--json", json_file,
+                   "--iterations", str(RUNS - 1)]
+            for k, v in opts.items():
+                cmd += ["--backend-option", f"devsim:{k}={v}"]
+            p = run(cmd)
+            full = f"{name} [{label}]"
+            if p.returncode != 0:
+                verdict(False, full, p.stderr.strip()[-600:])
                 continue
+            ref = refs["cpu-bodies" if "decline_fused" in options else "cpu"]
             got = outputs(out_dir)
-            if "decline-fused" in cfg:
-                def close(a, b):
-                    return a.shape == b.shape and float(np.max(np.abs(a.astype(np.float64) - b), initial=0.0)) <= \
-                        1e-4 * float(np.max(np.abs(a), initial=0.0))
-                bad = [k for k in ref if k not in got or not close(ref[k], got[k])]
-            else:
-                bad = [k for k in ref if k not in got or not np.array_equal(ref[k], got[k], equal_nan=True)]
-            summary = re.search(r"^placement: .*$", p.stdout, re.M)
-            detail = summary.group(0) if summary else ""
+            bad = [k for k in ref if k not in got or not np.array_equal(ref[k], got[k], equal_nan=True)]
             if bad:
-                verdict(False, label, f"outputs differ from the CPU's: {bad}")
+                verdict(False, full, f"outputs differ from the CPU's: {bad}")
                 continue
-            m = re.search(r"\((\d+) fused, (\d+) decomposed\)", detail)
-            fused, decomposed = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
-            if cfg == "decline-fused" and fused > 0:
-                verdict(False, label, f"fused nodes not decomposed: {detail}")
+            with open(json_file) as f:
+                report = json.load(f)
+            with open(stats_file) as f:
+                devsim = json.load(f)
+            backend = next(b for b in report["backends"] if b["name"] == "devsim")
+            problems = []
+            runs = devsim["runs"]
+            if runs != RUNS:
+                problems.append(f"devsim saw {runs} runs, expected {RUNS}")
+            run_counts = devsim["run"]
+            up, down = run_counts["uploads"] / max(runs, 1), run_counts["downloads"] / max(runs, 1)
+            if (up, down) != (report["uploads_per_run"], report["downloads_per_run"]):
+                problems.append(f"devsim counted {up:g} uploads / {down:g} downloads per run, "
+                                f"the runtime {report['uploads_per_run']} / {report['downloads_per_run']}")
+            executed = run_counts["segments_executed"] / max(runs, 1)
+            expected_executed = 0 if options.get("segments") == "0" else backend["segments"]
+            if executed != expected_executed:
+                problems.append(f"devsim executed {executed:g} segments per run, the schedule has "
+                                f"{backend['segments']} on it")
+            if options.get("segments") == "0" and run_counts["execute_calls"] / max(runs, 1) != backend["kernels"]:
+                problems.append("without segments every kernel must be executed on its own")
+            if devsim["setup"]["uploads"] != backend["weight_uploads"]:
+                problems.append(f"devsim counted {devsim['setup']['uploads']} weight uploads, the runtime "
+                                f"{backend['weight_uploads']}")
+            if options.get("unified") == "1":
+                if up or down or devsim["setup"]["uploads"]:
+                    problems.append("unified memory must copy nothing")
+                if not backend["unified"] or not backend["weights_imported"]:
+                    problems.append("unified: the arena must be mapped and the weights imported")
+            if label in ("all accepted", "unified"):
+                on_devsim = all(p["backend"] == "devsim" for p in report["placement"])
+                if not on_devsim or report["segments_per_run"] != 1:
+                    problems.append(f"everything accepted must be ONE segment on devsim, got "
+                                    f"{report['segments_per_run']}")
+            if label == "all accepted" and (up, down) != (report["inputs"], report["outputs"]):
+                # Copies only for the graph's inputs and outputs.
+                problems.append(f"{up:g} uploads / {down:g} downloads per run for {report['inputs']} inputs "
+                                f"and {report['outputs']} outputs")
+            if problems:
+                verdict(False, full, "; ".join(problems))
                 continue
-            if cfg == "" and decomposed > 0:
-                verdict(False, label, f"nodes decomposed though accepted: {detail}")
-                continue
-            verdict(True, label, detail)
-        # Strict mode turns the Conv fallback (every model here has a Conv)
-        # into an error naming a node.
-        env = dict(os.environ, KITE_TEST_BACKEND="decline=Conv,decline-fused")
-        p = run([args.kite_run, kite, "--backend", "test,cpu", "--backend-path", args.plugin_dir,
-                 "--strict", "--quiet"], env)
-        ok = p.returncode != 0 and "strict mode" in p.stderr and ("Conv '" in p.stderr or "decomposed" in p.stderr)
+            table.append((name, label, report["uploads_per_run"], report["downloads_per_run"],
+                          backend["weight_uploads"], backend["arena_bytes"], backend["weights_bytes"],
+                          backend["weights_imported"], report["segments_per_run"]))
+            verdict(True, full, f"{report['segments_per_run']} segments, {report['uploads_per_run']} up / "
+                                f"{report['downloads_per_run']} down per run")
+        # Strict mode turns the Conv fallback (every model here has a Conv or
+        # a MatMul) into an error naming a node.
+        p = run([args.kite_run, kite, "--backend", "devsim,cpu", "--backend-path", args.plugin_dir,
+                 "--backend-option", "devsim:decline_ops=Conv,MatMul", "--backend-option",
+                 "devsim:decline_fused=1", "--strict", "--quiet"])
+        ok = p.returncode != 0 and "strict mode" in p.stderr and "' -> cpu" in p.stderr
         verdict(ok, f"{name} strict", p.stderr.strip().splitlines()[0] if p.stderr.strip() else "no error")
+    print()
+    print(f"{'model':<20} {'devsim configuration':<26} {'up/run':>6} {'down/run':>8} {'weights up':>10} "
+          f"{'arena B':>11} {'weights B':>11} {'segments':>8}")
+    for name, label, up, down, wup, arena, weights, imported, segs in table:
+        print(f"{name:<20} {label:<26} {up:>6} {down:>8} {wup:>10} {arena:>11} "
+              f"{weights:>11}{'*' if imported else ' '} {segs:>7}")
+    print("(* weights imported from the mapped file: no device copy)")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -5,9 +5,9 @@
 For each --onnx model:
   1. kite-convert -O2 --report: record nodes and kernel launches before/after
      and the fused patterns;
-  2. kite-run with the CPU backend (fused kernels) and again with the test
-     backend declining fused nodes (KITE_TEST_BACKEND=decline-fused, so the
-     session runs every fused node's body): both must match onnxruntime on
+  2. kite-run with the CPU backend (fused kernels) and again with its fused
+     kernels off (--backend-option cpu:fused=0, so the session runs every
+     fused node's body): both must match onnxruntime on
      the original ONNX file within --rtol-of-max x max|ref| (default 1e-4,
      justified in compare_with_ort.py), and each other within the same bound;
   3. structural checks on the written file (through kite-inspect):
@@ -22,7 +22,7 @@ Prints one line per check and a table of launch counts, then exactly
 
 Usage:
   tests/e2e/optimized_models.py --kite-convert P --kite-run P --kite-inspect P \\
-      --plugin-dir DIR --workdir DIR --onnx a.onnx [--onnx b.onnx ...]
+      --workdir DIR --onnx a.onnx [--onnx b.onnx ...]
 """
 import argparse
 import json
@@ -75,7 +75,6 @@ def main():
     ap.add_argument("--kite-convert", required=True)
     ap.add_argument("--kite-run", required=True)
     ap.add_argument("--kite-inspect", required=True)
-    ap.add_argument("--plugin-dir", required=True, help="folder of libkite_backend_test.so")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--onnx", action="append", required=True)
     ap.add_argument("--rtol-of-max", type=float, default=1e-4)
@@ -123,8 +122,7 @@ def main():
         results = {}
         for path_name, extra, env_extra in (
                 ("fused", ["--backend", "cpu"], {}),
-                ("body", ["--backend", "test,cpu", "--backend-path", args.plugin_dir],
-                 {"KITE_TEST_BACKEND": "decline-fused"})):
+                ("body", ["--backend", "cpu", "--backend-option", "cpu:fused=0"], {})):
             out_dir = os.path.join(wd, path_name)
             os.makedirs(out_dir, exist_ok=True)
             for f in os.listdir(out_dir):

@@ -54,7 +54,7 @@ def unknown_ops_model():
         [vi("e", TensorProto.FLOAT, [1, 2, 4, 4])])
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="fine_relu"),
-        helper.make_node("Einsum", ["r", "r"], ["s"], name="einsum_node", equation="nchw,nchw->nchw"),
+        helper.make_node("Det", ["r"], ["s"], name="det_node"),
         helper.make_node("FancyOp", ["s"], ["u"], name="custom_node", domain="com.example"),
         helper.make_node("If", ["flag"], ["v"], name="the_if", then_branch=then_g, else_branch=else_g),
         helper.make_node("Add", ["u", "v"], ["y"], name="fine_add"),
@@ -64,7 +64,7 @@ def unknown_ops_model():
                           [vi("y", TensorProto.FLOAT, [1, 2, 4, 4])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
                                             helper.make_opsetid("com.example", 1)])
-    expected = {"einsum_node": "Einsum", "custom_node": "FancyOp", "celu_in_branch": "Celu"}
+    expected = {"det_node": "Det", "custom_node": "FancyOp", "celu_in_branch": "Celu"}
     return m, expected, r"(\d+) node\(s\) use operators Kite does not support"
 
 

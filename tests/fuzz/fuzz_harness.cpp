@@ -112,7 +112,7 @@ int run_onnx_input(const uint8_t* data, size_t size) {
   plan_options.allow_aliasing = (knobs & 1) == 0;
   if ((knobs & 6) == 6) {
     kite::memory::BudgetReport budget;
-    if (!kite::memory::apply_memory_budget(&model, 4096, plan_options, &budget, &err)) {
+    if (!kite::memory::apply_memory_budget(&model, 4096, 0, plan_options, &budget, &err)) {
       check(!err.empty());
       return 0;
     }

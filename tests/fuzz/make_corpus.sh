@@ -45,6 +45,11 @@ for v in list(m.graph.input) + list(m.graph.output) + list(m.graph.value_info):
 onnx.save(m, sys.argv[1])
 PY
 add digits_cnn models/digits/digits_cnn.onnx "$tmp/digits_b1.onnx"
+# The same in half precision (float16 weights and activations, Casts at the
+# boundaries: docs/PRECISION.md), a loader seed only.
+if "$convert" "$tmp/digits_b1.onnx" -o "$tmp/digits_cnn_fp16.kite" -q --precision fp16 >/dev/null 2>&1; then
+  cp "$tmp/digits_cnn_fp16.kite" "$out/loader/digits_cnn_fp16.kite"
+fi
 "$python" tests/ops/gen_op_cases.py --out "$tmp/cases" >/dev/null
 # First case of each op, in the generator's order.
 "$python" tests/ops/gen_op_cases.py --list | awk '!seen[$2]++ {print $1}' | while read -r case; do

@@ -643,6 +643,27 @@ add("argmax_default", "ArgMax", [In("x", randn(3, 4))], {}, argx, **P2)
 add("argmax_ties_first", "ArgMax", [In("x", int_floats(0, 3, 4, 6))], {"axis": 1}, argx, **P2)
 add("argmax_ties_last", "ArgMax", [In("x", int_floats(0, 3, 4, 6))], {"axis": 1, "select_last_index": 1}, argx, **P2)
 add("argmax_int64", "ArgMax", [In("x", ints(-50, 50, 3, 7))], {"axis": 1, "keepdims": 0}, argx, **P2)
+# ArgMin: the same kernel with the comparison reversed, so every path again:
+# keepdims on/off, negative axes, the default axis 0, ties (first index by
+# default, last with select_last_index=1, with and without keepdims), an axis
+# of length 1 and int32/int64 inputs (extremes included).
+add("argmin_axis1", "ArgMin", [In("x", randn(2, 5, 3))], {"axis": 1}, argx, **P2)
+add("argmin_axis_m1_keep0", "ArgMin", [In("x", randn(4, 10))], {"axis": -1, "keepdims": 0}, argx, **P2)
+add("argmin_axis_m3", "ArgMin", [In("x", randn(3, 4, 5))], {"axis": -3}, argx, **P2)
+add("argmin_default", "ArgMin", [In("x", randn(3, 4))], {}, argx, **P2)
+add("argmin_ties_first", "ArgMin", [In("x", int_floats(0, 3, 4, 6))], {"axis": 1}, argx, **P2)
+add("argmin_ties_last", "ArgMin", [In("x", int_floats(0, 3, 4, 6))], {"axis": 1, "select_last_index": 1},
+    argx, **P2)
+add("argmin_ties_last_m2_keep0", "ArgMin", [In("x", int_floats(0, 2, 3, 7, 5))],
+    {"axis": -2, "keepdims": 0, "select_last_index": 1}, argx, **P2)
+add("argmin_ties_first_axis0", "ArgMin", [In("x", int_floats(0, 2, 6, 3))], {"axis": 0, "keepdims": 0},
+    argx, **P2)
+add("argmin_len1_axis", "ArgMin", [In("x", randn(4, 1, 3))], {"axis": 1, "select_last_index": 1}, argx, **P2)
+add("argmin_int64", "ArgMin", [In("x", ints(-50, 50, 3, 7))], {"axis": 1, "keepdims": 0}, argx, **P2)
+add("argmin_int64_extremes", "ArgMin",
+    [In("x", const([[0, -2**63, 5, -2**63], [2**63 - 1, 3, 2**63 - 1, 3]], np.int64))],
+    {"axis": -1, "select_last_index": 1}, argx, **P2)
+add("argmin_int32", "ArgMin", [In("x", ints(-5, 5, 4, 9, dtype=np.int32))], {"axis": -1}, argx, **P2)
 
 
 def resize(name, x, scales=None, sizes=None, tol=None, **attrs):
@@ -696,6 +717,232 @@ for tag, spec, to in (("f32_to_i64", uni(-100, 100, 3, 4), TensorProto.INT64),
 
 
 # ===========================================================================
+# ---------------------------------------------------------------------------
+# Issue 19: what today's PyTorch / Hugging Face exporters emit. Data movement
+# and selection are exact; Mod (C fmod / integer remainders) is exact; CumSum
+# and Scatter add/mul sum or multiply in the same sequential order as
+# onnxruntime, which still leaves a one-rounding margin (TOL_ARITH-like).
+NANS = const([[1.0, np.nan, np.inf, -np.inf, 0.0, -2.5], [np.nan, -0.0, 3e38, -np.inf, np.inf, 7.0]],
+             np.float32)
+add("isnan_f32", "IsNaN", [In("x", NANS)], {}, **P2)
+add("isnan_f16", "IsNaN", [In("x", const([np.nan, 1.0, -np.inf, 6e4, np.nan, 0.0], np.float16))], {}, **P2)
+add("isinf_both", "IsInf", [In("x", NANS)], {}, opset=10, **P2)
+add("isinf_positive", "IsInf", [In("x", NANS)], {"detect_negative": 0}, opset=10, **P2)
+add("isinf_negative", "IsInf", [In("x", NANS)], {"detect_positive": 0}, opset=10, **P2)
+
+DIVISORS = const([3, -7, 5, -2], np.int64)
+add("mod_int64_floor", "Mod", [In("a", ints(-40, 40, 3, 4)), Init("b", DIVISORS)], {}, **P2)
+add("mod_int64_fmod", "Mod", [In("a", ints(-40, 40, 3, 4)), Init("b", DIVISORS)], {"fmod": 1}, **P2)
+add("mod_int32_runtime_b", "Mod", [In("a", ints(-99, 99, 2, 3, 4, dtype=np.int32)),
+                                   In("b", const([[[4]], [[-9]]], np.int32))], {}, **P2)
+add("mod_float_fmod", "Mod", [In("a", randn(3, 5, scale=10.0)), In("b", away0(3, 5))], {"fmod": 1}, **P2)
+add("mod_float_fmod_bcast", "Mod", [In("a", randn(2, 3, 4, scale=10.0)), Init("b", const([1.5], np.float32))],
+    {"fmod": 1}, **P2)
+
+add("trilu_upper", "Trilu", [In("x", randn(3, 4, 5))], {}, opset=14, **P2)
+add("trilu_lower_k_m1", "Trilu", [In("x", randn(2, 5, 4)), Init("k", const(-1, np.int64))], {"upper": 0},
+    opset=14, **P2)
+add("trilu_upper_k_runtime", "Trilu", [In("x", randn(4, 6)), In("k", const(2, np.int64))], {}, opset=14, **P2)
+add("trilu_lower_int64_k1", "Trilu", [In("x", ints(-9, 9, 5, 5)), Init("k", const(1, np.int64))],
+    {"upper": 0}, opset=14, **P2)
+
+TOL_CUMSUM = (1e-6, 3 * EPS32, "running float sums in onnxruntime's order; one rounding of margin")
+add("cumsum_axis1", "CumSum", [In("x", randn(3, 5, 4)), Init("axis", const(1, np.int64))], {},
+    TOL_CUMSUM, opset=14, **P2)
+add("cumsum_exclusive", "CumSum", [In("x", randn(3, 6)), Init("axis", const(1, np.int64))],
+    {"exclusive": 1}, TOL_CUMSUM, opset=14, **P2)
+add("cumsum_reverse", "CumSum", [In("x", randn(4, 3)), Init("axis", const(0, np.int64))],
+    {"reverse": 1}, TOL_CUMSUM, opset=14, **P2)
+add("cumsum_exclusive_reverse_m1", "CumSum", [In("x", randn(2, 3, 5)), Init("axis", const(-1, np.int64))],
+    {"exclusive": 1, "reverse": 1}, TOL_CUMSUM, opset=14, **P2)
+add("cumsum_int64", "CumSum", [In("x", ints(-50, 50, 4, 6)), Init("axis", const(1, np.int64))], {},
+    opset=14, **P2)
+add("cumsum_int32_runtime_axis", "CumSum", [In("x", ints(-50, 50, 3, 4, dtype=np.int32)),
+                                            In("axis", const(0, np.int32))], {}, opset=14, **P2)
+
+add("gather_elements_axis0", "GatherElements", [In("x", randn(4, 3)), Init("idx", ints(-4, 4, 2, 3))],
+    {"axis": 0}, **P2)
+add("gather_elements_axis1_runtime", "GatherElements", [In("x", randn(3, 5)), In("idx", ints(0, 5, 3, 4))],
+    {"axis": 1}, **P2)
+add("gather_elements_int64_m1", "GatherElements", [In("x", ints(-9, 9, 2, 3, 4)),
+                                                  In("idx", ints(-4, 4, 2, 2, 6, dtype=np.int32))],
+    {"axis": -1}, **P2)
+
+SE_IDX = const([[1, 0, 2], [0, 2, 1]], np.int64)
+add("scatter_elements_axis0", "ScatterElements", [In("x", randn(3, 3)), Init("idx", SE_IDX),
+                                                  In("u", randn(2, 3))], {"axis": 0}, opset=13, **P2)
+add("scatter_elements_runtime_neg", "ScatterElements",
+    [In("x", randn(2, 5)), In("idx", const([[-1, 0], [2, -4]], np.int64)), In("u", randn(2, 2))],
+    {"axis": 1}, opset=13, **P2)
+SE_DUP = const([[0, 0, 3], [1, 2, 1]], np.int64)
+for red, opset in (("add", 16), ("mul", 16), ("max", 18), ("min", 18)):
+    add(f"scatter_elements_{red}", "ScatterElements",
+        [In("x", randn(2, 4)), Init("idx", SE_DUP), In("u", randn(2, 3))],
+        {"axis": 1, "reduction": red}, TOL_ARITH, opset=opset, **P2)
+add("scatter_elements_add_int64", "ScatterElements",
+    [In("x", ints(-9, 9, 2, 4)), Init("idx", SE_DUP), In("u", ints(-9, 9, 2, 3))],
+    {"axis": 1, "reduction": "add"}, opset=16, **P2)
+
+add("gather_nd_elements", "GatherND", [In("x", randn(2, 3, 4)), Init("idx", const([[0, 1, 2], [1, 2, -1]], np.int64))],
+    {}, **P2)
+add("gather_nd_slices", "GatherND", [In("x", randn(2, 3, 4)), In("idx", const([[[1], [0]], [[0], [0]]], np.int64))],
+    {}, **P2)
+add("gather_nd_batch1", "GatherND", [In("x", randn(2, 3, 4)), Init("idx", const([[[2]], [[0]]], np.int64))],
+    {"batch_dims": 1}, **P2)
+add("gather_nd_batch1_pairs", "GatherND", [In("x", ints(-9, 9, 2, 3, 4)),
+                                           In("idx", const([[1, 3], [0, -1]], np.int64))],
+    {"batch_dims": 1}, **P2)
+
+add("scatter_nd_rows", "ScatterND", [In("x", randn(4, 3)), Init("idx", const([[1], [3]], np.int64)),
+                                     In("u", randn(2, 3))], {}, **P2)
+add("scatter_nd_elements", "ScatterND", [In("x", randn(2, 3, 4)),
+                                         In("idx", const([[0, 1, 2], [1, 0, -1]], np.int64)), In("u", randn(2))],
+    {}, **P2)
+SND_DUP = const([[1], [3], [1]], np.int64)
+for red, opset in (("add", 16), ("mul", 16), ("max", 18), ("min", 18)):
+    add(f"scatter_nd_{red}", "ScatterND", [In("x", randn(4, 3)), Init("idx", SND_DUP), In("u", randn(3, 3))],
+        {"reduction": red}, TOL_ARITH, opset=opset, **P2)
+
+add("depth_to_space_dcr", "DepthToSpace", [In("x", randn(1, 8, 2, 3))], {"blocksize": 2}, **P2)
+add("depth_to_space_crd", "DepthToSpace", [In("x", randn(2, 8, 3, 2))], {"blocksize": 2, "mode": "CRD"}, **P2)
+add("depth_to_space_crd_b3", "DepthToSpace", [In("x", randn(1, 18, 2, 2))], {"blocksize": 3, "mode": "CRD"}, **P2)
+add("space_to_depth_b2", "SpaceToDepth", [In("x", randn(2, 3, 4, 6))], {"blocksize": 2}, **P2)
+add("space_to_depth_b3", "SpaceToDepth", [In("x", randn(1, 2, 6, 3))], {"blocksize": 3}, **P2)
+
+topk = dict(outputs=2, output_names=["values", "indices"], **P2)
+add("topk_largest", "TopK", [In("x", randn(3, 8)), Init("k", i64(3))], {}, **topk)
+add("topk_smallest_axis0", "TopK", [In("x", randn(6, 4)), Init("k", i64(2))], {"axis": 0, "largest": 0}, **topk)
+add("topk_ties_largest", "TopK", [In("x", int_floats(0, 3, 4, 7)), Init("k", i64(4))], {"axis": 1}, **topk)
+add("topk_ties_smallest_3d", "TopK", [In("x", int_floats(0, 3, 2, 6, 3)), Init("k", i64(5))],
+    {"axis": 1, "largest": 0}, **topk)
+add("topk_int64_full", "TopK", [In("x", ints(-5, 5, 3, 6)), Init("k", i64(6))], {}, **topk)
+
+OH_VALUES = const([0.0, 1.0], np.float32)
+add("onehot_default", "OneHot", [In("i", ints(0, 5, 2, 3)), Init("depth", const(5, np.int64)),
+                                 Init("v", OH_VALUES)], {}, opset=11, **P2)
+add("onehot_axis0_negative", "OneHot", [In("i", ints(-5, 5, 4)), Init("depth", const([5], np.int64)),
+                                        Init("v", const([-1, 3], np.int64))], {"axis": 0}, opset=11, **P2)
+add("onehot_out_of_range_int32", "OneHot", [In("i", const([[0, 7], [-9, 2]], np.int32)),
+                                            Init("depth", const(4, np.int32)), Init("v", OH_VALUES)],
+    {"axis": 1}, opset=11, **P2)
+add("onehot_float_indices", "OneHot", [In("i", const([0.0, 2.0, 1.0], np.float32)),
+                                       Init("depth", const(3.0, np.float32)), Init("v", OH_VALUES)], {},
+    opset=11, **P2)
+
+
+# Einsum: the forms attention (scores, weighted values), bilinear layers and
+# users write; sums over K terms in double, rounded once.
+def einsum(name, equation, shapes, dtype=F32, k=1):
+    spec = (lambda *s: randn(*s)) if dtype == F32 else (lambda *s: ints(-5, 5, *s, dtype=dtype))
+    inputs = [In(f"x{i}", spec(*s)) for i, s in enumerate(shapes)]
+    add(name, "Einsum", inputs, {"equation": equation},
+        tol_acc(k) if dtype == F32 else tol_exact("integer"), opset=12, **P2)
+
+
+einsum("einsum_attention_scores", "bhqd,bhkd->bhqk", [(2, 3, 5, 8), (2, 3, 7, 8)], k=8)
+einsum("einsum_attention_values", "bhqk,bhkd->bhqd", [(2, 3, 5, 7), (2, 3, 7, 4)], k=7)
+einsum("einsum_matmul", "ij,jk->ik", [(4, 6), (6, 3)], k=6)
+einsum("einsum_matmul_implicit", "ij,jk", [(4, 6), (6, 3)], k=6)
+einsum("einsum_batched_ellipsis_bcast", "...ij,...jk->...ik", [(2, 1, 3, 4), (1, 5, 4, 2)], k=4)
+einsum("einsum_bilinear", "bi,oij,bj->bo", [(3, 4), (2, 4, 5), (3, 5)], k=20)
+einsum("einsum_outer", "i,j->ij", [(5,), (3,)])
+einsum("einsum_transpose", "abc->cab", [(2, 3, 4)])
+einsum("einsum_diagonal", "ii->i", [(4, 4)])
+einsum("einsum_trace_implicit", "ii", [(5, 5)], k=5)
+einsum("einsum_sum_all", "ijk->", [(2, 3, 4)], k=24)
+einsum("einsum_int64_matmul", "ij,jk->ik", [(3, 4), (4, 2)], dtype=np.int64)
+
+
+# LSTM / GRU / RNN: one fused kernel per node. Weights ~N(0, 1/hidden) keep
+# the gates out of saturation, so an error anywhere shows. Each step's
+# pre-activation sums K = input + hidden products (in another order than
+# onnxruntime: blocked sgemm vs MLAS), then sigmoid/tanh (Kite's sigmoid
+# within 5e-7 relative, std::tanh; onnxruntime's own approximations): a few
+# eps*sqrt(K) per step. The state carries earlier steps' rounding forward,
+# damped by the gates (|sigmoid'| <= 1/4, |tanh'| <= 1, |R| ~ 1), so the
+# independent per-step errors add like a random walk over the steps:
+# atol = 5e-6 * sqrt(K * steps) (3e-5 for the small cases, 1.5e-4 for the
+# 24-step one; measured <= 5e-7, outputs in [-1, 1]), far below the O(0.1)
+# a wrong gate, bias or step order gives. onnxruntime has no layout=1
+# (batch-first) kernel; ONNX's node tests *_batchwise cover it.
+GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+
+
+def tol_rnn(k, steps):
+    return (5e-6 * math.sqrt(k * steps), 1e-5,
+            f"per step K={k} products and sigmoid/tanh approximations, carried over {steps} steps: "
+            "atol 5e-6*sqrt(K*steps)")
+
+
+def recurrent(name, op, seq=5, batch=2, inp=4, hidden=3, direction="forward", bias=True,
+              h0=False, c0=False, peep=False, lens=False, outputs=None, runtime_weights=False, **attrs):
+    layout = 0
+    d = 2 if direction == "bidirectional" else 1
+    g = GATES[op]
+    scale = 1.0 / math.sqrt(hidden)
+    W = In if runtime_weights else Init
+    x = (seq, batch, inp) if layout == 0 else (batch, seq, inp)
+    state = (d, batch, hidden) if layout == 0 else (batch, d, hidden)
+    ins = [In("x", randn(*x)), W("w", randn(d, g * hidden, inp, scale=scale)),
+           W("r", randn(d, g * hidden, hidden, scale=scale))]
+    ins.append(W("b", randn(d, 2 * g * hidden, scale=0.5)) if bias else ABSENT)
+    ins.append(Init("seq_lens", const([seq] * batch, np.int32)) if lens else ABSENT)
+    ins.append(In("h0", randn(*state, scale=0.5)) if h0 else ABSENT)
+    if op == "LSTM":
+        ins.append(In("c0", randn(*state, scale=0.5)) if c0 else ABSENT)
+        ins.append(W("p", randn(d, 3 * hidden, scale=0.5)) if peep else ABSENT)
+    if outputs is None:
+        outputs = ["y", "y_h", "y_c"] if op == "LSTM" else ["y", "y_h"]
+    attrs = dict(hidden_size=hidden, direction=direction, **attrs)
+    add(name, op, ins, attrs, tol_rnn(inp + hidden, seq), opset=14, outputs=len(outputs),
+        output_names=outputs, **P2)
+
+
+for _op in ("LSTM", "GRU", "RNN"):
+    _n = _op.lower()
+    recurrent(f"{_n}_forward", _op)
+    recurrent(f"{_n}_reverse", _op, direction="reverse", h0=True, c0=True)
+    recurrent(f"{_n}_bidirectional", _op, direction="bidirectional", h0=True, c0=True, lens=True)
+    recurrent(f"{_n}_no_bias_runtime_weights", _op, bias=False, runtime_weights=True)
+    recurrent(f"{_n}_state_only", _op, outputs=["", "y_h"] + ([""] if _op == "LSTM" else []))
+    recurrent(f"{_n}_long_wide", _op, seq=24, batch=3, inp=17, hidden=20)
+    recurrent(f"{_n}_clip", _op, clip=0.5)
+recurrent("lstm_peepholes", "LSTM", peep=True, h0=True, c0=True, direction="bidirectional")
+recurrent("lstm_input_forget", "LSTM", input_forget=1)
+recurrent("lstm_cell_state_only", "LSTM", outputs=["", "", "y_c"])
+recurrent("lstm_activations", "LSTM", activations=["HardSigmoid", "LeakyRelu", "Tanh"],
+          activation_alpha=[0.3, 0.2], activation_beta=[0.4])
+recurrent("gru_linear_before_reset", "GRU", linear_before_reset=1, h0=True)
+recurrent("gru_linear_before_reset_bidirectional", "GRU", linear_before_reset=1,
+          direction="bidirectional", h0=True)
+recurrent("gru_activations", "GRU", activations=["HardSigmoid", "Softsign"],
+          activation_alpha=[0.25], activation_beta=[0.45])
+# activation_alpha is consumed by the activations that take one, in order:
+# here LeakyRelu (the second) gets 0.3, the first value.
+recurrent("gru_activation_alpha_order", "GRU", activations=["Sigmoid", "LeakyRelu"], activation_alpha=[0.3])
+recurrent("rnn_relu", "RNN", activations=["Relu"])
+recurrent("rnn_affine_bidirectional", "RNN", direction="bidirectional",
+          activations=["Affine", "ScaledTanh"], activation_alpha=[0.5, 1.5], activation_beta=[0.1, 0.7])
+
+
+# GridSample (opset 16, 4-D): every mode x padding x align_corners. The grid
+# spans [-1.3, 1.3] so a fifth of the points fall outside the image and
+# exercise the padding. Nearest copies a pixel; bilinear (4 taps) and
+# bicubic (16 taps, weights up to ~1.3 in size) are weighted sums.
+def grid_sample(name, mode, padding, align, x=(2, 3, 5, 7), out=(4, 6)):
+    tol = tol_exact("nearest copies a pixel") if mode == "nearest" else TOL_RESIZE
+    add(name, "GridSample", [In("x", randn(*x)), In("grid", uni(-1.3, 1.3, x[0], out[0], out[1], 2))],
+        {"mode": mode, "padding_mode": padding, "align_corners": align}, tol, opset=16, **P2)
+
+
+for _mode in ("nearest", "bilinear", "bicubic"):
+    for _pad in ("zeros", "border", "reflection"):
+        for _align in (0, 1):
+            grid_sample(f"grid_sample_{_mode}_{_pad}_ac{_align}", _mode, _pad, _align)
+add("grid_sample_defaults_upsample", "GridSample",
+    [In("x", randn(1, 2, 4, 4)), In("grid", uni(-1.0, 1.0, 1, 9, 9, 2))], {}, TOL_RESIZE, opset=16, **P2)
+
+
 NP_TO_ONNX = {np.dtype(k): v for k, v in (
     (np.float32, TensorProto.FLOAT), (np.float16, TensorProto.FLOAT16), (np.float64, TensorProto.DOUBLE),
     (np.int64, TensorProto.INT64), (np.int32, TensorProto.INT32), (np.int8, TensorProto.INT8),
@@ -716,9 +963,12 @@ def build_model(case, data):
             graph_inputs.append(helper.make_tensor_value_info(inp.name, NP_TO_ONNX[arr.dtype], list(arr.shape)))
     while node_inputs and node_inputs[-1] == "":
         node_inputs.pop()
-    out_names = case.output_names or (
+    node_outputs = case.output_names or (
         ["out"] if case.n_outputs == 1 else [f"out{i}" for i in range(case.n_outputs)])
-    node = helper.make_node(case.op, node_inputs, out_names, name=case.name, **case.attrs)
+    while node_outputs and node_outputs[-1] == "":
+        node_outputs = node_outputs[:-1]
+    out_names = [n for n in node_outputs if n]  # "" leaves an optional output unused
+    node = helper.make_node(case.op, node_inputs, node_outputs, name=case.name, **case.attrs)
     # Output types come from onnx shape inference; corrected from onnxruntime's results below.
     outputs = [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in out_names]
     graph = helper.make_graph([node], case.name, graph_inputs, outputs, initializer=inits)

@@ -77,6 +77,34 @@ TEST_F(CApi, RunsAndComputesReluOfSum) {
   EXPECT_EQ(static_cast<const float*>(out_ptr)[0], 2.0f);
 }
 
+TEST_F(CApi, ModelInfoWithoutSessionMatchesSessionInfo) {
+  int32_t n_in = 0, n_out = 0;
+  ASSERT_EQ(kite_model_get_input_count(model_, &n_in), KITE_OK);
+  ASSERT_EQ(kite_model_get_output_count(model_, &n_out), KITE_OK);
+  EXPECT_EQ(n_in, 1);
+  EXPECT_EQ(n_out, 1);
+  kite_tensor_info m, s;
+  ASSERT_EQ(kite_model_get_input_info(model_, 0, &m), KITE_OK);
+  ASSERT_EQ(kite_session_get_input_info(session_, 0, &s), KITE_OK);
+  EXPECT_STREQ(m.name, "x");
+  EXPECT_STREQ(m.name, s.name);
+  EXPECT_EQ(m.dtype, s.dtype);
+  ASSERT_EQ(m.rank, 2);
+  EXPECT_EQ(m.shape[0], 2);
+  EXPECT_EQ(m.shape[1], 3);
+  EXPECT_EQ(m.byte_size, s.byte_size);
+  ASSERT_EQ(kite_model_get_output_info(model_, 0, &m), KITE_OK);
+  EXPECT_STREQ(m.name, "y");
+  EXPECT_EQ(m.byte_size, 24u);
+
+  EXPECT_EQ(kite_model_get_input_info(model_, 1, &m), KITE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last().find("input index 1 out of range (1 inputs)"), std::string::npos) << last();
+  EXPECT_EQ(kite_model_get_output_info(model_, -1, &m), KITE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kite_model_get_input_count(nullptr, &n_in), KITE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kite_model_get_output_info(nullptr, 0, &m), KITE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kite_model_get_input_info(model_, 0, nullptr), KITE_ERROR_INVALID_ARGUMENT);
+}
+
 TEST_F(CApi, NullHandlesAreErrorsNotCrashes) {
   int32_t n = 0;
   kite_tensor_info info;

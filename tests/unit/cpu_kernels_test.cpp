@@ -33,7 +33,10 @@
 
 #include "cpu_backend.h"
 #include "kernel.h"
+#include "kernels/depthwise.h"
 #include "kernels/sgemm.h"
+#include "kernels/vmath.h"
+#include "kite/abi/node.h"
 #include "kite/backend.h"
 #include "kite/ops/op_node.h"
 
@@ -161,17 +164,36 @@ class Node {
   TestTensor& output(size_t k = 0) { return outputs_[k]; }
   std::vector<float> result(size_t k = 0) { return outputs_[k].values<float>(); }
 
-  // The ABI node; pointers stay valid while this Node lives and is not modified.
-  const kite_backend_node* abi() {
-    in_ptrs_.clear();
+  // The ABI node (built with kite/abi/node.h from the tensors' current
+  // fields, abi below); pointers stay valid while this Node lives and is not
+  // modified.
+  const kite_backend_node2* abi() {
+    tensors_.assign({});
+    kite::abi::Node::Spec spec;
+    spec.name = name_.c_str();
+    spec.op = op_.c_str();
+    spec.domain = domain_.c_str();
+    spec.fused_pattern = fused_.c_str();
+    auto add = [this](const TestTensor& t) {
+      kite::abi::TensorDesc d;
+      d.name = t.abi.name;
+      d.dtype = t.abi.dtype;
+      d.rank = t.abi.rank;
+      d.shape = t.abi.shape;
+      d.byte_size = t.abi.byte_size;
+      d.is_constant = t.abi.is_constant != 0;
+      d.host_data = t.abi.is_constant ? t.abi.data : nullptr;
+      const int index = tensors_.add(d);
+      tensors_.at(index).data = t.abi.data;
+      return index;
+    };
     for (size_t k = 0; k < inputs_.size(); ++k) {
       bool absent = std::find(absent_.begin(), absent_.end(), k) != absent_.end();
-      in_ptrs_.push_back(absent ? nullptr : &inputs_[k].abi);
+      spec.inputs.push_back(absent ? -1 : add(inputs_[k]));
     }
-    out_ptrs_.clear();
     for (size_t k = 0; k < outputs_.size(); ++k) {
       bool absent = std::find(absent_outputs_.begin(), absent_outputs_.end(), k) != absent_outputs_.end();
-      out_ptrs_.push_back(absent ? nullptr : &outputs_[k].abi);
+      spec.outputs.push_back(absent ? -1 : add(outputs_[k]));
     }
     abi_attrs_.clear();
     for (Attr& a : attrs_) {
@@ -187,18 +209,10 @@ class Node {
       b.floats = a.floats.data();
       abi_attrs_.push_back(b);
     }
-    node_ = kite_backend_node{};
-    node_.name = name_.c_str();
-    node_.op = op_.c_str();
-    node_.domain = domain_.c_str();
-    node_.fused_pattern = fused_.c_str();
-    node_.num_inputs = static_cast<int32_t>(in_ptrs_.size());
-    node_.inputs = in_ptrs_.data();
-    node_.num_outputs = static_cast<int32_t>(out_ptrs_.size());
-    node_.outputs = out_ptrs_.data();
-    node_.num_attrs = static_cast<int32_t>(abi_attrs_.size());
-    node_.attrs = abi_attrs_.data();
-    return &node_;
+    spec.num_raw_attrs = static_cast<int32_t>(abi_attrs_.size());
+    spec.raw_attrs = abi_attrs_.data();
+    node_.build(spec, &tensors_);
+    return node_.v2();
   }
 
  private:
@@ -240,18 +254,20 @@ class Node {
   std::deque<TestTensor> inputs_, outputs_;
   std::vector<size_t> absent_, absent_outputs_;
   std::deque<Attr> attrs_;
-  std::vector<const kite_backend_tensor*> in_ptrs_, out_ptrs_;
+  kite::abi::TensorTable tensors_;
   std::vector<kite_backend_attr> abi_attrs_;
-  kite_backend_node node_{};
+  kite::abi::Node node_;
 };
 
 // One backend instance (RAII).
 class Backend {
  public:
   explicit Backend(int threads = 1) : api_(kite_cpu_backend_api()) {
-    kite_backend_options options{threads};
+    kite_backend_create_info info{};
+    info.struct_size = sizeof info;
+    info.threads = threads;
     char err[256] = "";
-    status_ = api_->create(&options, &instance_, err, sizeof(err));
+    status_ = api_->create2(nullptr, &info, &instance_, err, sizeof(err));
     EXPECT_EQ(status_, KITE_OK) << err;
   }
   ~Backend() {
@@ -263,10 +279,26 @@ class Backend {
   const kite_backend_api* api() const { return api_; }
   void* instance() const { return instance_; }
 
+  // The scratch the prepared kernels declared (workspace_size), allocated
+  // here and handed over (bind), as the runtime does.
+  kite_status bind_workspace(char* err, size_t err_size) {
+    uint64_t bytes = 0;
+    kite_status st = api_->workspace_size(instance_, &bytes, err, err_size);
+    if (st != KITE_OK || (bytes <= workspace_.size() * sizeof(float) && bound_)) return st;
+    workspace_.assign(static_cast<size_t>(bytes / sizeof(float) + 1), 0.0f);
+    kite_backend_bindings bindings{};
+    bindings.struct_size = sizeof bindings;
+    bindings.workspace_host = workspace_.data();
+    bindings.workspace_size = workspace_.size() * sizeof(float);
+    st = api_->bind(instance_, &bindings, err, err_size);
+    bound_ = st == KITE_OK;
+    return st;
+  }
+
   // supports(): empty string when supported, else the reason.
   std::string why_not(Node& n) {
     char reason[256] = "";
-    const int ok = api_->supports(instance_, n.abi(), reason, sizeof(reason));
+    const int ok = api_->supports2(instance_, n.abi(), reason, sizeof(reason));
     return ok ? std::string() : std::string("unsupported: ") + reason;
   }
 
@@ -274,8 +306,9 @@ class Backend {
   kite_status run(Node& n, std::string* message = nullptr, int repeats = 1) {
     char err[512] = "";
     void* kernel = nullptr;
-    const kite_backend_node* node = n.abi();
-    kite_status st = api_->prepare(instance_, node, &kernel, err, sizeof(err));
+    const kite_backend_node2* node = n.abi();
+    kite_status st = api_->prepare2(instance_, node, &kernel, err, sizeof(err));
+    if (st == KITE_OK) st = bind_workspace(err, sizeof(err));
     if (st == KITE_OK) {
       for (int r = 0; r < repeats && st == KITE_OK; ++r) {
         st = api_->execute(instance_, kernel, err, sizeof(err));
@@ -290,6 +323,8 @@ class Backend {
   const kite_backend_api* api_;
   void* instance_ = nullptr;
   kite_status status_ = KITE_OK;
+  std::vector<float> workspace_;
+  bool bound_ = false;
 };
 
 // Runs and expects success; returns the error text otherwise.
@@ -402,6 +437,272 @@ class PortableGemm {
 };
 
 // ===========================================================================
+// The packed SGEMM itself, every micro-kernel the processor has, against a
+// double-precision reference.
+
+// Runs the given kernel for its lifetime; ok() is false when the CPU lacks it.
+class ForcedGemmKernel {
+ public:
+  explicit ForcedGemmKernel(kite::cpu::sgemm::MicroKernel k)
+      : ok_(kite::cpu::sgemm::force_micro_kernel(k)) {}
+  ~ForcedGemmKernel() { kite::cpu::sgemm::force_portable_micro_kernel(false); }
+  ForcedGemmKernel(const ForcedGemmKernel&) = delete;
+  ForcedGemmKernel& operator=(const ForcedGemmKernel&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  bool ok_;
+};
+
+// Shapes that hit every tail: m around the 6-row panels and the kernels'
+// pairs of panels (12 rows), n around the 8-column panels and the AVX-512
+// blocks of 16 and 32 columns, k across the k blocks (128 and 256). ldc is
+// wider than n, and the columns past n must stay as they were. Bound per
+// element: any summation order of k products plus the bias is within
+// (k + 2) * 2^-24 * (sum |a_ip * b_pj| + |bias|) of the exact value
+// (Higham's gamma_n), so a wrong index or a lost tail fails it by far.
+TEST(Sgemm, EveryMicroKernelMatchesTheReferenceOverTails) {
+  using kite::cpu::sgemm::MicroKernel;
+  namespace sg = kite::cpu::sgemm;
+  kite::cpu::ThreadPool pool(3);
+  int kernels_run = 0;
+  for (MicroKernel kernel : {MicroKernel::kPortable, MicroKernel::kAvx2Fma, MicroKernel::kAvx512}) {
+    const ForcedGemmKernel forced(kernel);
+    if (!forced.ok()) continue;
+    ASSERT_EQ(sg::micro_kernel_in_use(), kernel);
+    ++kernels_run;
+    for (int64_t m : {1, 5, 6, 7, 12, 13, 19, 25, 37}) {
+      for (int64_t n : {1, 7, 8, 9, 16, 17, 24, 31, 32, 33, 47, 65}) {
+        for (int64_t k : {1, 3, 127, 129, 300}) {
+          const std::vector<float> a = Random(m * k, 61), b = Random(k * n, 62);
+          const std::vector<float> bias = Random(m, 63), c0 = Random(m * (n + 3), 64);
+          std::vector<double> exact(m * n), magnitude(m * n);
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < n; ++j) {
+              double s = 0, mag = 0;
+              for (int64_t p = 0; p < k; ++p) {
+                const double t = static_cast<double>(a[i * k + p]) * b[p * n + j];
+                s += t;
+                mag += std::fabs(t);
+              }
+              exact[i * n + j] = s;
+              magnitude[i * n + j] = mag;
+            }
+          }
+          std::vector<float> pa(sg::packed_a_floats(m, k)), pb(sg::packed_b_floats(k, n));
+          sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
+          sg::pack_b(b.data(), n, 1, k, n, pb.data(), nullptr);
+          for (int mode = 0; mode < 3; ++mode) {  // plain, row bias, accumulate
+            for (kite::cpu::ThreadPool* p : {static_cast<kite::cpu::ThreadPool*>(nullptr), &pool}) {
+              const int64_t ldc = n + 3;
+              std::vector<float> c = c0;
+              sg::gemm_packed(m, n, k, pa.data(), pb.data(), c.data(), ldc,
+                              mode == 1 ? bias.data() : nullptr, mode == 2, p);
+              int bad = 0;
+              for (int64_t i = 0; i < m && bad < 3; ++i) {
+                for (int64_t j = 0; j < ldc && bad < 3; ++j) {
+                  const float got = c[i * ldc + j];
+                  if (j >= n) {
+                    if (got != c0[i * ldc + j]) {
+                      ++bad;
+                      ADD_FAILURE() << "wrote past n at (" << i << "," << j << ")";
+                    }
+                    continue;
+                  }
+                  double want = exact[i * n + j], mag = magnitude[i * n + j];
+                  if (mode == 1) want += bias[i], mag += std::fabs(bias[i]);
+                  if (mode == 2) want += c0[i * ldc + j], mag += std::fabs(c0[i * ldc + j]);
+                  const double tol = (k + 2) * std::ldexp(1.0, -24) * mag + 1e-30;
+                  if (!(std::fabs(got - want) <= tol)) {
+                    ++bad;
+                    ADD_FAILURE() << "kernel " << static_cast<int>(kernel) << " m " << m << " n " << n
+                                  << " k " << k << " mode " << mode << (p ? " pool" : "") << " at ("
+                                  << i << "," << j << "): " << got << " vs " << want << " tol " << tol;
+                  }
+                }
+              }
+              if (bad) return;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GE(kernels_run, 1);
+  std::printf("[ info     ] SGEMM kernels tested on this CPU: %d of 3\n", kernels_run);
+}
+
+// The Relu / Clip epilogue applied in the GEMM's tile store, at every
+// level: the same bits as the plain GEMM followed by the activation's
+// formula over C (the epilogue only runs after the last k block, so k
+// across the k blocks checks that a partial sum is never clamped), and
+// nothing past n touched. Exact comparison: the epilogue's comparisons and
+// selections do no arithmetic.
+TEST(Sgemm, EpilogueMatchesGemmThenActivation) {
+  using kite::cpu::sgemm::MicroKernel;
+  namespace sg = kite::cpu::sgemm;
+  kite::cpu::ThreadPool pool(2);
+  for (MicroKernel kernel : {MicroKernel::kPortable, MicroKernel::kAvx2Fma, MicroKernel::kAvx512}) {
+    const ForcedGemmKernel forced(kernel);
+    if (!forced.ok()) continue;
+    for (int64_t m : {1, 7, 13}) {
+      for (int64_t n : {1, 9, 17, 33}) {
+        for (int64_t k : {0, 3, 300}) {
+          const std::vector<float> a = Random(m * k, 81), b = Random(k * n, 82);
+          const std::vector<float> bias = Random(m, 83), c0 = Random(m * (n + 2), 84);
+          std::vector<float> pa(sg::packed_a_floats(m, k) + 1), pb(sg::packed_b_floats(k, n) + 1);
+          sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
+          sg::pack_b(b.data(), n, 1, k, n, pb.data(), nullptr);
+          const int64_t ldc = n + 2;
+          std::vector<float> plain = c0;
+          sg::gemm_packed(m, n, k, pa.data(), pb.data(), plain.data(), ldc, bias.data(), false, &pool);
+          for (int kind = 1; kind <= 2; ++kind) {
+            sg::Epilogue e;
+            e.kind = kind == 1 ? sg::Epilogue::kRelu : sg::Epilogue::kClip;
+            e.lo = -0.25f;
+            e.hi = 0.5f;
+            std::vector<float> got = c0;
+            sg::gemm_packed(m, n, k, pa.data(), pb.data(), got.data(), ldc, bias.data(), false,
+                            &pool, &e);
+            for (int64_t i = 0; i < m; ++i) {
+              for (int64_t j = 0; j < ldc; ++j) {
+                float want = plain[i * ldc + j];
+                if (j < n) {
+                  if (kind == 1) {
+                    want = want > 0.0f ? want : 0.0f;
+                  } else {
+                    want = want < e.lo ? e.lo : want;
+                    want = want > e.hi ? e.hi : want;
+                  }
+                }
+                ASSERT_EQ(got[i * ldc + j], want)
+                    << "kernel " << static_cast<int>(kernel) << " kind " << kind << " m " << m
+                    << " n " << n << " k " << k << " at (" << i << "," << j << ")";
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The vectorised depthwise plane at every ISA level the CPU has, against a
+// double reference: widths around the 4/8/16 lanes, strides 1 and 2 (the
+// stride-2 loads read one float past the window), pads wider than the
+// kernel, row dilation, tall kernels. Input and scratch are exact-size
+// allocations, so a read past them is a heap overflow under ASan; the
+// scratch starts as garbage (1e30), so padding it fails to zero shows. Bound: (taps + 1) * 2^-24 * (sum |w x| + |bias|).
+TEST(Depthwise, EveryLevelMatchesTheReference) {
+  using kite::cpu::sgemm::MicroKernel;
+  namespace dw = kite::cpu::depthwise;
+  struct Case {
+    int64_t h, w, kh, kw, sh, sw, ph, pw, dh;
+  };
+  const Case cases[] = {
+      {7, 1, 3, 3, 1, 1, 1, 1, 1},      {9, 5, 3, 3, 1, 1, 1, 1, 1},
+      {8, 16, 3, 3, 1, 1, 1, 1, 1},     {11, 17, 3, 3, 2, 2, 1, 1, 1},
+      {14, 33, 3, 3, 2, 2, 0, 0, 1},    {12, 56, 3, 3, 1, 1, 1, 1, 1},
+      {10, 57, 5, 5, 2, 2, 2, 2, 1},    {9, 64, 7, 7, 1, 1, 3, 3, 1},
+      {6, 40, 3, 5, 1, 2, 0, 4, 2},     {20, 35, 18, 3, 1, 1, 2, 1, 1},
+      {5, 31, 1, 1, 1, 1, 0, 0, 1},     {4, 3, 5, 5, 1, 1, 4, 4, 1},
+      {3, 100, 2, 9, 2, 1, 1, 0, 1},    {16, 29, 3, 4, 2, 2, 1, 2, 3},
+  };
+  int levels = 0;
+  for (MicroKernel level : {MicroKernel::kPortable, MicroKernel::kAvx2Fma, MicroKernel::kAvx512}) {
+    const ForcedGemmKernel forced(level);
+    if (!forced.ok()) continue;
+    ++levels;
+    for (const Case& c : cases) {
+      for (bool with_bias : {false, true}) {
+        const int64_t oh = (c.h + 2 * c.ph - ((c.kh - 1) * c.dh + 1)) / c.sh + 1;
+        const int64_t ow = (c.w + 2 * c.pw - c.kw) / c.sw + 1;
+        ASSERT_GT(oh, 0);
+        ASSERT_GT(ow, 0);
+        const std::vector<float> x = Random(c.h * c.w, 71), w = Random(c.kh * c.kw, 72);
+        const float bias = with_bias ? 0.375f : 0.0f;
+        std::vector<float> y(static_cast<size_t>(oh * ow), -7.0f);
+        const dw::Plane plane{x.data(), c.h, c.w, y.data(), oh, ow, w.data(), c.kh, c.kw, c.sh,
+                              c.sw, c.ph, c.pw, c.dh, bias};
+        std::vector<float> scratch(static_cast<size_t>(dw::scratch_floats(plane)), 1e30f);
+        dw::run_plane(plane, scratch.data());
+        for (int64_t oy = 0; oy < oh; ++oy) {
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            double want = bias, mag = std::fabs(bias);
+            for (int64_t r = 0; r < c.kh; ++r) {
+              const int64_t iy = oy * c.sh - c.ph + r * c.dh;
+              for (int64_t t = 0; t < c.kw; ++t) {
+                const int64_t ix = ox * c.sw - c.pw + t;
+                if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
+                const double v = static_cast<double>(w[r * c.kw + t]) * x[iy * c.w + ix];
+                want += v;
+                mag += std::fabs(v);
+              }
+            }
+            const double tol = (c.kh * c.kw + 1) * std::ldexp(1.0, -24) * mag + 1e-30;
+            const float got = y[oy * ow + ox];
+            ASSERT_LE(std::fabs(got - want), tol)
+                << "level " << static_cast<int>(level) << " case h" << c.h << " w" << c.w << " k"
+                << c.kh << "x" << c.kw << " s" << c.sh << "," << c.sw << " p" << c.ph << ","
+                << c.pw << " d" << c.dh << " at (" << oy << "," << ox << ")";
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GE(levels, 1);
+}
+
+// vmath::sigmoid against double precision: every float step of 2^-10 over
+// [-100, 100] and the special values. The stated bound (kSigmoidRelError,
+// relative, where the exact value is a normal float) must hold; the
+// measured maximum is printed. SiLU adds one rounding (x * s). Each element
+// gets the same bits wherever it sits (tails go through the same lanes).
+TEST(Vmath, SigmoidWithinItsStatedBound) {
+  namespace vm = kite::cpu::vmath;
+  std::vector<float> x;
+  for (int64_t i = -102400; i <= 102400; ++i) x.push_back(static_cast<float>(i) / 1024.0f);
+  x.push_back(1e-30f);
+  x.push_back(-1e-30f);
+  x.push_back(std::numeric_limits<float>::infinity());
+  x.push_back(-std::numeric_limits<float>::infinity());
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> s(x.size()), silu(x.size());
+  vm::sigmoid(x.data(), s.data(), static_cast<int64_t>(x.size()), false);
+  vm::sigmoid(x.data(), silu.data(), static_cast<int64_t>(x.size()), true);
+  double worst = 0, worst_silu = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
+      EXPECT_TRUE(std::isnan(s[i]));
+      EXPECT_TRUE(std::isnan(silu[i]));
+      continue;
+    }
+    const double exact = 1.0 / (1.0 + std::exp(-static_cast<double>(x[i])));
+    if (exact < std::numeric_limits<float>::min()) {
+      EXPECT_LE(s[i], 2e-38f) << x[i];
+      EXPECT_GE(s[i], 0.0f) << x[i];
+      continue;
+    }
+    const double rel = std::fabs(s[i] - exact) / exact;
+    worst = std::max(worst, rel);
+    ASSERT_LE(rel, vm::kSigmoidRelError) << "sigmoid(" << x[i] << ") = " << s[i] << ", exact " << exact;
+    if (std::isfinite(x[i]) && x[i] != 0.0f) {
+      const double exact_silu = static_cast<double>(x[i]) * exact;
+      const double rel_silu = std::fabs(silu[i] - exact_silu) / std::fabs(exact_silu);
+      worst_silu = std::max(worst_silu, rel_silu);
+      ASSERT_LE(rel_silu, vm::kSigmoidRelError + std::ldexp(1.0, -24)) << "silu(" << x[i] << ")";
+    }
+  }
+  std::printf("[ info     ] sigmoid max relative error %.3g, silu %.3g (bound %.3g)\n", worst,
+              worst_silu, vm::kSigmoidRelError);
+  for (size_t i = 0; i < 64; ++i) {
+    float one = 0;
+    vm::sigmoid(&x[i * 997], &one, 1, false);
+    EXPECT_EQ(std::memcmp(&one, &s[i * 997], sizeof one), 0) << x[i * 997];
+  }
+}
+
+// ===========================================================================
 // The thread pool.
 
 TEST(ThreadPool, CoversEveryIndexOnce) {
@@ -445,6 +746,45 @@ TEST(ThreadPool, UsesWorkersAndSingleThreadRunsInline) {
 // ===========================================================================
 // The backend itself.
 
+// The architecture's micro-kernel is the one that runs (NEON on AArch64,
+// where the emulated CI run checks it), and it agrees with the portable
+// kernel on tiles cut at every edge (m, n not multiples of 6 and 8; k across
+// the 256-value blocks). Tolerance: both sum the same k products in the same
+// order; they differ by FMA rounding (one rounding instead of two per step),
+// at most ~k * 2^-24 * sum|a*b| relative; inputs in [-1, 1] give sum|a*b|
+// <= k, so 1e-5 * k absolute is ample and still catches a wrong element.
+TEST(Sgemm, ArchMicroKernelSelectedAndMatchesPortable) {
+  using namespace kite::cpu::sgemm;
+#if defined(__aarch64__)
+  EXPECT_EQ(micro_kernel_in_use(), MicroKernel::kNeon);
+#else
+  EXPECT_NE(micro_kernel_in_use(), MicroKernel::kNeon);
+#endif
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const int64_t sizes[][3] = {{1, 1, 1}, {6, 8, 5}, {13, 17, 300}, {25, 9, 513}, {12, 16, 256}};
+  for (const auto& sz : sizes) {
+    const int64_t m = sz[0], n = sz[1], k = sz[2];
+    std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+    for (float& v : a) v = dist(rng);
+    for (float& v : b) v = dist(rng);
+    std::vector<float> pa(static_cast<size_t>(packed_a_floats(m, k)));
+    std::vector<float> pb(static_cast<size_t>(packed_b_floats(k, n)));
+    pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
+    pack_b(b.data(), n, 1, k, n, pb.data(), nullptr);
+    std::vector<float> best(static_cast<size_t>(m * n)), portable(best.size());
+    gemm_packed(m, n, k, pa.data(), pb.data(), best.data(), n, nullptr, false, nullptr);
+    {
+      const PortableGemm force(true);
+      gemm_packed(m, n, k, pa.data(), pb.data(), portable.data(), n, nullptr, false, nullptr);
+    }
+    for (size_t i = 0; i < best.size(); ++i) {
+      ASSERT_NEAR(best[i], portable[i], 1e-5 * static_cast<double>(k))
+          << "m=" << m << " n=" << n << " k=" << k << " element " << i;
+    }
+  }
+}
+
 TEST(CpuBackend, ApiTable) {
   const kite_backend_api* api = kite_cpu_backend_api();
   ASSERT_NE(api, nullptr);
@@ -452,26 +792,35 @@ TEST(CpuBackend, ApiTable) {
   EXPECT_EQ(api->struct_size, sizeof(kite_backend_api));
   EXPECT_STREQ(api->name, "cpu");
   EXPECT_EQ(api->memory, KITE_BACKEND_MEMORY_HOST);
-  EXPECT_NE(api->create, nullptr);
-  EXPECT_NE(api->supports, nullptr);
-  EXPECT_NE(api->prepare, nullptr);
+  // ABI v2: the v1 entry points are left NULL (the header's rule).
+  EXPECT_EQ(api->create, nullptr);
+  EXPECT_EQ(api->supports, nullptr);
+  EXPECT_EQ(api->prepare, nullptr);
+  EXPECT_NE(api->create2, nullptr);
+  EXPECT_NE(api->supports2, nullptr);
+  EXPECT_NE(api->prepare2, nullptr);
+  EXPECT_NE(api->workspace_size, nullptr);
+  EXPECT_NE(api->bind, nullptr);
   EXPECT_NE(api->execute, nullptr);
   EXPECT_NE(api->release, nullptr);
-  EXPECT_EQ(api->alloc, nullptr);
+  EXPECT_NE(api->kernel_time, nullptr);
+  EXPECT_EQ(api->buffer_alloc, nullptr);
 }
 
 TEST(CpuBackend, CreateRejectsNegativeThreads) {
   const kite_backend_api* api = kite_cpu_backend_api();
-  kite_backend_options options{-2};
+  kite_backend_create_info info{};
+  info.struct_size = sizeof info;
+  info.threads = -2;
   void* b = nullptr;
   char err[128] = "";
-  EXPECT_EQ(api->create(&options, &b, err, sizeof(err)), KITE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(api->create2(nullptr, &info, &b, err, sizeof(err)), KITE_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(err).find("threads"), std::string::npos);
-  options.threads = 1 << 20;  // refused before any thread starts
-  EXPECT_EQ(api->create(&options, &b, err, sizeof(err)), KITE_ERROR_INVALID_ARGUMENT);
+  info.threads = 1 << 20;  // refused before any thread starts
+  EXPECT_EQ(api->create2(nullptr, &info, &b, err, sizeof(err)), KITE_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(err).find("1048576"), std::string::npos) << err;
   // Default options (NULL) pick the number of cores.
-  ASSERT_EQ(api->create(nullptr, &b, err, sizeof(err)), KITE_OK) << err;
+  ASSERT_EQ(api->create2(nullptr, nullptr, &b, err, sizeof(err)), KITE_OK) << err;
   api->destroy(b);
 }
 
@@ -510,7 +859,7 @@ TEST(CpuBackend, SupportsGivesReasons) {
   // A tiny reason buffer is truncated, not overrun.
   char tiny[8];
   std::memset(tiny, 'x', sizeof(tiny));
-  EXPECT_EQ(b.api()->supports(b.instance(), unknown.abi(), tiny, 5), 0);
+  EXPECT_EQ(b.api()->supports2(b.instance(), unknown.abi(), tiny, 5), 0);
   EXPECT_EQ(std::strlen(tiny), 4u);
   EXPECT_EQ(tiny[5], 'x');
 }
@@ -576,7 +925,7 @@ TEST(CpuBackend, ErrorBufferIsTruncatedSafely) {
   char err[16];
   std::memset(err, 'x', sizeof(err));
   void* kernel = nullptr;
-  EXPECT_NE(b.api()->prepare(b.instance(), n.abi(), &kernel, err, 10), KITE_OK);
+  EXPECT_NE(b.api()->prepare2(b.instance(), n.abi(), &kernel, err, 10), KITE_OK);
   EXPECT_EQ(std::strlen(err), 9u);
   EXPECT_EQ(err[10], 'x');
 }
@@ -1258,6 +1607,27 @@ TEST(Softmax, Axes) {
   ExpectNear(big.result(), {e2 / z, e1 / z, 1 / z}, 1e-5, 1e-6);
 }
 
+// Rows of every length modulo 4 and long ones: the NEON path (AArch64)
+// handles 4 lanes and a scalar tail, and its exp is a polynomial. Logits in
+// [-30, 30]: shifted values down to -60 exercise the range reduction far
+// from 0. Tolerance: float rounding of x - max (|x - max| <= 60: ~4e-6
+// relative in exp, as in the scalar loop) and ~1e-7 of the polynomial;
+// the sum over up to 1000 terms adds ~1000 * 6e-8 relative at worst.
+TEST(Softmax, LongRowsAndTails) {
+  Backend be(2);
+  for (int64_t len : {1, 3, 4, 5, 7, 8, 33, 1000}) {
+    const Shape s = {3, len};
+    const std::vector<float> x = Random(3 * len, 17 + static_cast<unsigned>(len), -30.0f, 30.0f);
+    for (const char* op : {"Softmax", "LogSoftmax"}) {
+      SCOPED_TRACE(std::string(op) + " len " + std::to_string(len));
+      Node n(op);
+      n.in(s, x).out(s);
+      ASSERT_TRUE(Runs(be, n));
+      ExpectNear(n.result(), RefSoftmax(s, x, 1, op[0] == 'L'), 1e-4, 1e-6);
+    }
+  }
+}
+
 // ===========================================================================
 // Data movement.
 
@@ -1510,6 +1880,101 @@ TEST(Shape, SliceGatherSplit) {
   ExpectExact(sp.result(1), {2, 3, 4, 7, 8, 9, 12, 13, 14, 17, 18, 19});
 }
 
+// Slice at the edges of int64 and of shapes, against a reference that
+// lists the selected indices of each axis in 128-bit arithmetic, straight
+// from the ONNX definition. Every case runs with constant parameters
+// (resolved at prepare) and with computed ones (resolved at run).
+std::vector<int64_t> SliceIndices(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  __int128 s = start, e = end;
+  if (s < 0) s += dim;
+  if (e < 0) e += dim;
+  std::vector<int64_t> out;
+  if (step > 0) {
+    s = std::clamp<__int128>(s, 0, dim);
+    e = std::clamp<__int128>(e, 0, dim);
+    for (__int128 i = s; i < e; i += step) out.push_back(static_cast<int64_t>(i));
+  } else if (dim > 0) {
+    s = std::clamp<__int128>(s, 0, dim - 1);
+    e = std::clamp<__int128>(e, -1, dim - 1);
+    for (__int128 i = s; i > e; i += step) out.push_back(static_cast<int64_t>(i));
+  }
+  return out;
+}
+
+TEST(Shape, SliceExtremeStepsEmptyDimsNegativeAxes) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  struct Case {
+    const char* what;
+    Shape dims;
+    std::vector<int64_t> starts, ends, axes, steps;
+  };
+  const Case cases[] = {
+      {"step INT64_MIN", {5, 7}, {-1}, {kMin}, {1}, {kMin}},
+      {"step INT64_MIN + 1", {5, 7}, {4}, {-100}, {0}, {kMin + 1}},
+      {"step INT64_MAX", {5, 7}, {0, 2}, {kMax, kMax}, {0, 1}, {kMax, kMax}},
+      {"step INT64_MAX - 1", {5, 7}, {1}, {5}, {1}, {kMax - 1}},
+      {"steps near the limits", {5, 7}, {kMin, kMax}, {kMax, kMin}, {0, 1}, {kMax / 2, kMin / 2}},
+      {"starts and ends beyond the limits", {5, 7}, {kMin, kMax}, {kMax, kMin}, {0, 1}, {3, -2}},
+      {"start past the end", {5, 7}, {kMax, kMin}, {kMax, kMin}, {0, 1}, {1, -1}},
+      {"negative axes", {3, 4, 5}, {1, -2}, {kMax, 0}, {-1, -3}, {2, -1}},
+      {"empty dim reversed", {0, 3}, {-1}, {kMin}, {0}, {-1}},
+      {"empty dim reversed from INT64_MAX", {3, 0}, {kMax}, {kMin}, {-1}, {kMin}},
+      {"empty dim forward", {3, 0, 2}, {kMin, 0}, {kMax, 1}, {1, 2}, {kMax, 1}},
+      {"reverse of one element", {1, 4}, {kMax, -1}, {kMin, kMin}, {0, 1}, {-1, kMin}},
+  };
+  Backend be;
+  for (const Case& c : cases) {
+    for (bool constant : {true, false}) {
+      SCOPED_TRACE(std::string(c.what) + (constant ? ", constant" : ", computed"));
+      // Expected: the product of the per-axis index lists.
+      std::vector<std::vector<int64_t>> picked(c.dims.size());
+      for (size_t d = 0; d < c.dims.size(); ++d) {
+        for (int64_t i = 0; i < c.dims[d]; ++i) picked[d].push_back(i);
+      }
+      for (size_t k = 0; k < c.starts.size(); ++k) {
+        const int64_t rank = static_cast<int64_t>(c.dims.size());
+        const size_t a = static_cast<size_t>(c.axes[k] < 0 ? c.axes[k] + rank : c.axes[k]);
+        picked[a] = SliceIndices(c.dims[a], c.starts[k], c.ends[k], c.steps[k]);
+      }
+      Shape out_shape;
+      for (const auto& p : picked) out_shape.push_back(static_cast<int64_t>(p.size()));
+      std::vector<float> x(static_cast<size_t>(Numel(c.dims)));
+      for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+      std::vector<float> want;
+      const Shape strides = [&] {
+        Shape st(c.dims.size(), 1);
+        for (size_t d = c.dims.size(); d-- > 1;) st[d - 1] = st[d] * c.dims[d];
+        return st;
+      }();
+      for (int64_t o = 0; o < Numel(out_shape); ++o) {
+        int64_t rest = o, offset = 0;
+        for (size_t d = out_shape.size(); d-- > 0;) {
+          offset += picked[d][static_cast<size_t>(rest % out_shape[d])] * strides[d];
+          rest /= out_shape[d];
+        }
+        want.push_back(x[static_cast<size_t>(offset)]);
+      }
+      const int64_t n = static_cast<int64_t>(c.starts.size());
+      Node sl("Slice", "edge_slice");
+      sl.in(c.dims, x).in_i64({n}, c.starts, constant).in_i64({n}, c.ends, constant)
+          .in_i64({n}, c.axes, constant).in_i64({n}, c.steps, constant).out(out_shape);
+      const ::testing::AssertionResult ran = Runs(be, sl);  // every case reports, not just the first
+      EXPECT_TRUE(ran);
+      if (ran) ExpectExact(sl.result(), want);
+    }
+  }
+  // A computed value that disagrees with the declared shape is a run error
+  // naming the node, not a read out of bounds.
+  Node wrong("Slice", "wrong_slice");
+  wrong.in({5, 7}, std::vector<float>(35, 1.0f)).in_i64({1}, {-1}, false).in_i64({1}, {kMin}, false)
+      .in_i64({1}, {1}, false).in_i64({1}, {kMin}, false).out({5, 2});
+  std::string err;
+  EXPECT_EQ(be.run(wrong, &err), KITE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(err.find("wrong_slice"), std::string::npos) << err;
+  EXPECT_NE(err.find("gives shape 5x1, the declared output is 5x2"), std::string::npos) << err;
+}
+
 TEST(Shape, SqueezeUnsqueezeExpandTileShape) {
   Backend be;
   const std::vector<float> x = {1, 2, 3};
@@ -1563,6 +2028,35 @@ TEST(Shape, PadModes) {
   crop.in({2, 3}, x).in_i64({4}, {0, -1, 0, 0}).out({2, 2});
   ASSERT_TRUE(Runs(be, crop));
   ExpectExact(crop.result(), {2, 3, 5, 6});
+}
+
+// Values computed at run go through the op rules' arithmetic
+// (kite/ops/resolve.h): Pad crops before it wraps, Tile's in * repeats is
+// overflow-checked, Range's int64 length is exact.
+TEST(Shape, ComputedValuesFollowTheRules) {
+  Backend be;
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  for (bool constant : {true, false}) {
+    SCOPED_TRACE(constant ? "constant" : "computed");
+    // [10 11 12 13 14] cropped by 1 at the start, then wrapped by 2 at the
+    // end: the wrap reads the kept elements [11 .. 14].
+    Node wrap("Pad");
+    wrap.in({5}, {10, 11, 12, 13, 14}).in_i64({2}, {-1, 2}, constant).out({6}).s("mode", "wrap");
+    ASSERT_TRUE(Runs(be, wrap));
+    ExpectExact(wrap.result(), {11, 12, 13, 14, 11, 12});
+    // 0 .. 2^53 + 1 by 2^53: two elements (double arithmetic finds one).
+    Node range("Range");
+    range.in_i64({}, {0}, constant).in_i64({}, {(int64_t{1} << 53) + 1}, constant)
+        .in_i64({}, {int64_t{1} << 53}, constant).out({2}, I64);
+    ASSERT_TRUE(Runs(be, range));
+    EXPECT_EQ(range.output().values<int64_t>(), (std::vector<int64_t>{0, int64_t{1} << 53}));
+  }
+  Node tile("Tile", "huge_tile");
+  tile.in({3, 4}, Random(12, 3)).in_i64({2}, {kMax, 1}, false).out({3, 4});
+  std::string err;
+  EXPECT_EQ(be.run(tile, &err), KITE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(err.find("huge_tile"), std::string::npos) << err;
+  EXPECT_NE(err.find("overflows"), std::string::npos) << err;
 }
 
 TEST(Misc, ConstantOfShapeRangeCast) {
@@ -1649,6 +2143,104 @@ TEST(Reduce, SumMeanMaxMinArgMax) {
   am_last.in({2, 3}, {1, 5, 5, 7, 2, 7}).out({2, 1}, I64).i("axis", 1).i("select_last_index", 1);
   ASSERT_TRUE(Runs(be, am_last));
   EXPECT_EQ(am_last.output().values<int64_t>(), (std::vector<int64_t>{2, 2}));
+}
+
+// ArgMin against a nested-loop reference: every axis given both ways
+// (negative and positive), keepdims on and off, select_last_index on and
+// off, float32 data full of ties (small integers) and int32/int64 data with
+// their extreme values, threads 1 and 3. Indices must match exactly.
+template <typename T>
+std::vector<int64_t> ArgMinReference(const std::vector<T>& x, const Shape& shape, int64_t axis,
+                                     bool last) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= shape[d];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+  const int64_t len = shape[static_cast<size_t>(axis)];
+  std::vector<int64_t> out;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t best = 0;
+      for (int64_t k = 1; k < len; ++k) {
+        const T v = x[static_cast<size_t>((o * len + k) * inner + i)];
+        const T b = x[static_cast<size_t>((o * len + best) * inner + i)];
+        if (v < b || (last && v == b)) best = k;
+      }
+      out.push_back(best);
+    }
+  }
+  return out;
+}
+
+template <typename T>
+void CheckArgMinEverywhere(Backend& be, kite_dtype dtype, const Shape& shape, const std::vector<T>& x) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  int cases = 0, ties_that_matter = 0;
+  for (int64_t axis = -rank; axis < rank; ++axis) {
+    const int64_t a = axis < 0 ? axis + rank : axis;
+    for (int keepdims = 0; keepdims <= 1; ++keepdims) {
+      for (int last = 0; last <= 1; ++last) {
+        SCOPED_TRACE("axis " + std::to_string(axis) + " keepdims " + std::to_string(keepdims) +
+                     " select_last_index " + std::to_string(last));
+        Shape out_shape = shape;
+        if (keepdims) out_shape[static_cast<size_t>(a)] = 1;
+        else out_shape.erase(out_shape.begin() + a);
+        Node n("ArgMin");
+        n.in<T>(dtype, shape, x).out(out_shape, I64).i("axis", axis).i("keepdims", keepdims);
+        if (last || axis % 2 == 0) n.i("select_last_index", last);  // absent means 0
+        ASSERT_TRUE(Runs(be, n));
+        const std::vector<int64_t> want = ArgMinReference(x, shape, a, last != 0);
+        EXPECT_EQ(n.output().values<int64_t>(), want);
+        if (last && want != ArgMinReference(x, shape, a, false)) ++ties_that_matter;
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, static_cast<int>(rank) * 2 * 4);
+  // The data must make select_last_index matter, or the ties are untested.
+  EXPECT_GT(ties_that_matter, 0);
+}
+
+TEST(Reduce, ArgMin) {
+  for (int threads : {1, 3}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    Backend be(threads);
+    const Shape s = {3, 4, 5};
+    std::mt19937 rng(977);
+    std::uniform_int_distribution<int> small(-2, 2);
+    std::vector<float> xf(60);
+    for (float& v : xf) v = static_cast<float>(small(rng));
+    CheckArgMinEverywhere<float>(be, F32, s, xf);
+
+    std::vector<int32_t> xi(60);
+    for (int32_t& v : xi) v = small(rng);
+    xi[7] = std::numeric_limits<int32_t>::min();
+    xi[27] = std::numeric_limits<int32_t>::min();
+    xi[40] = std::numeric_limits<int32_t>::max();
+    CheckArgMinEverywhere<int32_t>(be, I32, s, xi);
+
+    std::vector<int64_t> xl(60);
+    for (int64_t& v : xl) v = small(rng);
+    xl[3] = std::numeric_limits<int64_t>::min();
+    xl[23] = std::numeric_limits<int64_t>::min();
+    xl[59] = std::numeric_limits<int64_t>::max();
+    CheckArgMinEverywhere<int64_t>(be, I64, s, xl);
+
+    // Hand-checked: row minima 1 at {0, 2} and 2 at {1, 2}.
+    Node hand("ArgMin");
+    hand.in({2, 3}, {1, 5, 1, 7, 2, 2}).out({2}, I64).i("axis", -1).i("keepdims", 0);
+    ASSERT_TRUE(Runs(be, hand));
+    EXPECT_EQ(hand.output().values<int64_t>(), (std::vector<int64_t>{0, 1}));
+    Node hand_last("ArgMin");
+    hand_last.in({2, 3}, {1, 5, 1, 7, 2, 2}).out({2, 1}, I64).i("axis", 1).i("select_last_index", 1);
+    ASSERT_TRUE(Runs(be, hand_last));
+    EXPECT_EQ(hand_last.output().values<int64_t>(), (std::vector<int64_t>{2, 2}));
+    // An axis of length 1: index 0 whatever the flags.
+    Node one("ArgMin");
+    one.in({2, 1, 3}, Random(6, 978)).out({2, 3}, I64).i("axis", 1).i("keepdims", 0)
+        .i("select_last_index", 1);
+    ASSERT_TRUE(Runs(be, one));
+    EXPECT_EQ(one.output().values<int64_t>(), std::vector<int64_t>(6, 0));
+  }
 }
 
 TEST(Norm, LayerAndInstanceNormalization) {
@@ -1991,8 +2583,12 @@ TEST(CpuSpeed, DISABLED_ResNet18) {
   for (Node& n : nodes) {
     char err[256] = "";
     void* k = nullptr;
-    ASSERT_EQ(be.api()->prepare(be.instance(), n.abi(), &k, err, sizeof(err)), KITE_OK) << err;
+    ASSERT_EQ(be.api()->prepare2(be.instance(), n.abi(), &k, err, sizeof(err)), KITE_OK) << err;
     kernels.push_back(k);
+  }
+  {
+    char err[256] = "";
+    ASSERT_EQ(be.bind_workspace(err, sizeof(err)), KITE_OK) << err;
   }
   auto forward = [&] {
     for (void* k : kernels) {
@@ -2030,6 +2626,54 @@ TEST(CpuSpeed, DISABLED_ResNet18) {
   for (float v : std::vector<float>(logits.data, logits.data + 1000)) ASSERT_TRUE(std::isfinite(v));
   for (void* k : kernels) be.api()->release(be.instance(), k);
   EXPECT_LT(best, 1000.0);
+}
+
+// ---- LSTM / GRU / RNN --------------------------------------------------------------
+
+// RNN (tanh), 3 steps, batch 2, input 2, hidden 2, against the recurrence
+// written out in double; then sequence_lens computed at run: the full
+// length runs, a shorter one is a run error naming the node.
+TEST(Recurrent, RnnMatchesTheRecurrenceAndRefusesShortSequences) {
+  const int64_t S = 3, B = 2, I = 2, H = 2;
+  const std::vector<float> x = Random(S * B * I, 71);
+  const std::vector<float> w = Random(H * I, 72);
+  const std::vector<float> r = Random(H * H, 73);
+  const std::vector<float> bias = Random(2 * H, 74);
+  auto make = [&](Node& n, const std::vector<int32_t>& lens) {
+    n.in({S, B, I}, x).in({1, H, I}, w, true).in({1, H, H}, r, true).in({1, 2 * H}, bias, true);
+    n.in_i32({B}, lens, false);
+    n.out({S, 1, B, H}).out({1, B, H}).i("hidden_size", H);
+  };
+  Backend b;
+  Node ok("RNN", "rnn0");
+  make(ok, {3, 3});
+  ASSERT_TRUE(Runs(b, ok));
+  std::vector<double> h(static_cast<size_t>(B * H), 0.0), want;
+  for (int64_t t = 0; t < S; ++t) {
+    std::vector<double> next(h.size());
+    for (int64_t bb = 0; bb < B; ++bb) {
+      for (int64_t j = 0; j < H; ++j) {
+        double a = bias[j] + bias[H + j];
+        for (int64_t k = 0; k < I; ++k) a += double(x[(t * B + bb) * I + k]) * w[j * I + k];
+        for (int64_t k = 0; k < H; ++k) a += h[bb * H + k] * r[j * H + k];
+        next[bb * H + j] = std::tanh(a);
+      }
+    }
+    h = next;
+    want.insert(want.end(), h.begin(), h.end());
+  }
+  // Per step a float sum of 6 terms in [-1, 1] and tanh: <= ~5e-7; a state
+  // error passes through R (row sums of |r| <= 2, |tanh'| <= 1), so after
+  // 3 steps <= 5e-7 * (1 + 2 + 4) = 3.5e-6 worst case: abs 1e-5.
+  ExpectNear(ok.result(0), want, 0, 1e-5);
+  ExpectNear(ok.result(1), std::vector<double>(want.end() - B * H, want.end()), 0, 1e-5);
+
+  Node ragged("RNN", "rnn0");
+  make(ragged, {3, 2});
+  std::string err;
+  EXPECT_NE(b.run(ragged, &err), KITE_OK);
+  EXPECT_NE(err.find("RNN 'rnn0'"), std::string::npos) << err;
+  EXPECT_NE(err.find("sequence_lens holds 2 for batch entry 1"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // An embedded build links backends into the runtime (KITE_STATIC_BACKENDS):
-// the test backend is found by name with no plugin file anywhere.
+// devsim is found by name with no plugin file anywhere.
 #include <gtest/gtest.h>
 
 #include "kite/kite.h"
@@ -11,14 +11,14 @@ TEST(EmbeddedBackends, StaticallyLinkedBackendNeedsNoPlugin) {
   ASSERT_EQ(kite_model_load_memory(bytes.data(), bytes.size(), &model), KITE_OK);
   kite_session_options* o = nullptr;
   ASSERT_EQ(kite_session_options_create(&o), KITE_OK);
-  kite_session_options_set_backends(o, "test");
+  kite_session_options_set_backends(o, "devsim");
   kite_session_options_set_backend_path(o, "/nonexistent");
   kite_session_options_set_strict(o, 1);
   kite_session* s = nullptr;
   ASSERT_EQ(kite_session_create(model, o, &s), KITE_OK) << kite_last_error();
   kite_node_placement p;
   ASSERT_EQ(kite_session_get_node_placement(s, 0, &p), KITE_OK);
-  EXPECT_STREQ(p.backend, "test");
+  EXPECT_STREQ(p.backend, "devsim");
   const float x[6] = {1, 2, 3, -4, -5, -6};
   float y[6];
   ASSERT_EQ(kite_session_set_input(s, 0, x, sizeof(x)), KITE_OK);

@@ -202,20 +202,37 @@ TEST(Loader, RejectsSubgraphPointingBackwards) {
 }
 
 // A file whose shapes are well-formed but wrong for the op is caught at
-// session creation by the backend's prepare step, naming the node.
-TEST(Loader, SessionRejectsShapeInconsistentWithOp) {
+// load, against the op rules (kite_ops), naming the node: no backend (a
+// plugin without the op library) ever sees it.
+TEST(Loader, LoaderRejectsShapeInconsistentWithOp) {
   kite::ir::Model m = kite::test::add_relu_model();
   m.tensors[3].shape = {3, 2};  // Relu output transposed
   std::string err;
   ASSERT_TRUE(kite::memory::plan_memory(&m, 256, &err));
-  const auto bytes = kite::test::serialize_or_die(m);
-  kite_model* model = nullptr;
-  ASSERT_EQ(kite_model_load_memory(bytes.data(), bytes.size(), &model), KITE_OK);
-  kite_session* session = nullptr;
-  EXPECT_NE(kite_session_create(model, nullptr, &session), KITE_OK);
-  EXPECT_EQ(session, nullptr);
-  EXPECT_NE(std::string(kite_last_error()).find("relu0"), std::string::npos) << kite_last_error();
-  kite_model_destroy(model);
+  const LoadResult r = load(kite::test::serialize_or_die(m));
+  EXPECT_EQ(r.status, KITE_ERROR_INVALID_MODEL);
+  EXPECT_NE(r.message.find("relu0"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("Relu"), std::string::npos) << r.message;
+}
+
+// The same for a fused node: its body is checked node by node, and it must
+// have one.
+TEST(Loader, LoaderRejectsFusedNodeWhoseBodyBreaksTheOpRules) {
+  kite::ir::Model m = kite::test::conv_relu_add_model(true);
+  m.tensors[static_cast<size_t>(m.find_tensor("conv"))].shape = {1, 4, 4, 4};  // Conv with pads 1 makes 5x5
+  std::string err;
+  ASSERT_TRUE(kite::memory::plan_memory(&m, 256, &err));
+  LoadResult r = load(kite::test::serialize_or_die(m));
+  EXPECT_EQ(r.status, KITE_ERROR_INVALID_MODEL);
+  EXPECT_NE(r.message.find("conv0+relu0"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("conv0"), std::string::npos) << r.message;
+
+  m = kite::test::conv_relu_add_model(true);
+  m.main().nodes[0].body.clear();
+  ASSERT_TRUE(kite::memory::plan_memory(&m, 256, &err));
+  r = load(kite::test::serialize_or_die(m));
+  EXPECT_EQ(r.status, KITE_ERROR_INVALID_MODEL);
+  EXPECT_NE(r.message.find("has no body"), std::string::npos) << r.message;
 }
 
 }  // namespace

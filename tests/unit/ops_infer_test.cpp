@@ -147,7 +147,7 @@ TEST(OpsBasics, NodeAccessorsAndLabel) {
 TEST(OpsBasics, KnownOps) {
   EXPECT_TRUE(kite::ops::is_known_op("Conv"));
   EXPECT_TRUE(kite::ops::is_known_op("Identity"));
-  EXPECT_FALSE(kite::ops::is_known_op("GridSample"));
+  EXPECT_FALSE(kite::ops::is_known_op("Det"));
   const auto ops = kite::ops::known_ops();
   EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
   for (const char* op : {"Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div",
@@ -156,7 +156,7 @@ TEST(OpsBasics, KnownOps) {
                          "Softmax", "Transpose", "Identity"}) {
     EXPECT_TRUE(kite::ops::is_known_op(op)) << op;
   }
-  EXPECT_NE(InferError(Node("GridSample").in(T("x", {1}))).find("not supported"),
+  EXPECT_NE(InferError(Node("Det").in(T("x", {1}))).find("not supported"),
             std::string::npos);
 }
 
@@ -1097,6 +1097,56 @@ TEST(OpsShape, Pad) {
   Node wrong_len("Pad", "p");
   wrong_len.in(T("x", {2, 5})).in(T("pads", {2}, I64, big));
   EXPECT_NE(InferError(wrong_len).find("expected 4"), std::string::npos);
+}
+
+TEST(OpsRecurrent, ShapesAndRefusals) {
+  // LSTM, bidirectional, seq 5, batch 2, input 4, hidden 3.
+  auto lstm = [](int64_t layout, const void* lens) {
+    Node n("LSTM", "enc");
+    const Shape x = layout == 0 ? Shape{5, 2, 4} : Shape{2, 5, 4};
+    n.in(T("x", x)).in(T("w", {2, 12, 4})).in(T("r", {2, 12, 3})).in(Absent());
+    n.in(lens ? T("lens", {2}, I32, lens) : Absent());
+    n.s("direction", "bidirectional").i("hidden_size", 3).i("layout", layout).outputs(3);
+    return n;
+  };
+  EXPECT_EQ(InferShape(lstm(0, nullptr), 0), (Shape{5, 2, 2, 3}));
+  EXPECT_EQ(InferShape(lstm(0, nullptr), 2), (Shape{2, 2, 3}));
+  EXPECT_EQ(InferShape(lstm(1, nullptr), 0), (Shape{2, 5, 2, 3}));
+  EXPECT_EQ(InferShape(lstm(1, nullptr), 1), (Shape{2, 2, 3}));
+  const int32_t full[] = {5, 5};
+  EXPECT_EQ(InferShape(lstm(0, full), 0), (Shape{5, 2, 2, 3}));
+  // Shorter sequences are refused, naming the node and the input.
+  const int32_t ragged[] = {5, 3};
+  const std::string err = InferError(lstm(0, ragged));
+  EXPECT_NE(err.find("LSTM 'enc'"), std::string::npos) << err;
+  EXPECT_NE(err.find("'lens' holds 3 for batch entry 1"), std::string::npos) << err;
+  // R's gate count must match the op; hidden_size must match R.
+  Node gru("GRU", "g");
+  gru.in(T("x", {5, 2, 4})).in(T("w", {1, 12, 4})).in(T("r", {1, 12, 3})).outputs(2);
+  EXPECT_NE(InferError(gru).find("input 'r' has shape"), std::string::npos) << InferError(gru);
+  Node rnn("RNN", "r");
+  rnn.in(T("x", {5, 2, 4})).in(T("w", {1, 3, 4})).in(T("r", {1, 3, 3})).i("hidden_size", 4);
+  EXPECT_NE(InferError(rnn).find("'hidden_size' is 4"), std::string::npos) << InferError(rnn);
+  Node act("RNN", "r");
+  act.in(T("x", {5, 2, 4})).in(T("w", {1, 3, 4})).in(T("r", {1, 3, 3}));
+  Attr a;
+  a.name = "activations";
+  a.type = KITE_ATTR_STRINGS;
+  a.strings = {"Gelu"};
+  act.n.attrs.push_back(a);
+  EXPECT_NE(InferError(act).find("activation 'Gelu'"), std::string::npos) << InferError(act);
+}
+
+TEST(OpsRecurrent, GridSample) {
+  Node n("GridSample", "gs");
+  n.in(T("x", {2, 3, 5, 7})).in(T("grid", {2, 4, 6, 2}));
+  EXPECT_EQ(InferShape(n), (Shape{2, 3, 4, 6}));
+  Node bad("GridSample", "gs");
+  bad.in(T("x", {1, 1, 3, 2, 2})).in(T("grid", {1, 2, 2, 2, 3}));
+  EXPECT_NE(InferError(bad).find("4-D inputs"), std::string::npos) << InferError(bad);
+  Node mode("GridSample", "gs");
+  mode.in(T("x", {2, 3, 5, 7})).in(T("grid", {2, 4, 6, 2})).s("mode", "area");
+  EXPECT_NE(InferError(mode).find("'mode' is 'area'"), std::string::npos) << InferError(mode);
 }
 
 TEST(OpsShape, IfIsLeftToTheConverter) {

@@ -1,8 +1,8 @@
-// The scheduler with the configurable test backend (tests/backend): fused
-// nodes decomposed, CPU fallback with transfers, strict mode, plugin loading
-// and its refusals. Every configuration must give the CPU's outputs exactly:
-// the same kernels run on the same values in the same order, so results are
-// bit-identical.
+// The scheduler with devsim (backends/devsim, the simulated GPU) in its
+// configurations: fused nodes decomposed, CPU fallback with transfers,
+// strict mode, plugin loading and its refusals. Every configuration must give
+// the CPU's outputs exactly: the same kernels run on the same values in the
+// same order, so results are bit-identical.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -32,9 +32,9 @@ std::vector<float> input_values() {
   return x;
 }
 
+// config: devsim options "key=value;key=value" (nullptr: none).
 RunResult run(const kite::ir::Model& ir, const char* backends, const char* config,
               bool strict = false, const char* path = KITE_TEST_PLUGIN_DIR) {
-  if (config) setenv("KITE_TEST_BACKEND", config, 1); else unsetenv("KITE_TEST_BACKEND");
   RunResult r;
   const auto bytes = kite::test::serialize_or_die(ir);
   kite_model* model = nullptr;
@@ -45,6 +45,15 @@ RunResult run(const kite::ir::Model& ir, const char* backends, const char* confi
   kite_session_options_set_backends(o, backends);
   kite_session_options_set_backend_path(o, path);
   kite_session_options_set_strict(o, strict ? 1 : 0);
+  for (std::string rest = config ? config : ""; !rest.empty();) {
+    const size_t semi = rest.find(';');
+    const std::string item = rest.substr(0, semi);
+    rest = semi == std::string::npos ? "" : rest.substr(semi + 1);
+    const size_t eq = item.find('=');
+    EXPECT_EQ(kite_session_options_set_backend_option(o, "devsim", item.substr(0, eq).c_str(),
+                                                      item.substr(eq + 1).c_str()),
+              KITE_OK);
+  }
   r.status = kite_session_create(model, o, &s);
   r.error = kite_last_error();
   if (r.status == KITE_OK) {
@@ -70,7 +79,6 @@ RunResult run(const kite::ir::Model& ir, const char* backends, const char* confi
   kite_session_destroy(s);
   kite_session_options_destroy(o);
   kite_model_destroy(model);
-  unsetenv("KITE_TEST_BACKEND");
   return r;
 }
 
@@ -83,52 +91,52 @@ class Scheduler : public ::testing::Test {
   RunResult reference_;
 };
 
-TEST_F(Scheduler, TestBackendAcceptingEverythingRunsEverything) {
-  const RunResult r = run(kite::test::conv_relu_add_model(false), "test,cpu", "");
+TEST_F(Scheduler, DeviceBackendAcceptingEverythingRunsEverything) {
+  const RunResult r = run(kite::test::conv_relu_add_model(false), "devsim,cpu", "");
   ASSERT_EQ(r.status, KITE_OK) << r.error;
   EXPECT_EQ(r.y, reference_.y);
-  EXPECT_EQ(r.backends, (std::vector<std::string>{"test", "test", "test"}));
-  EXPECT_EQ(r.transfers, 0);
-}
-
-TEST_F(Scheduler, DeviceMemoryBackendGetsUploadsAndDownloads) {
-  const RunResult r = run(kite::test::conv_relu_add_model(false), "test,cpu", "device");
-  ASSERT_EQ(r.status, KITE_OK) << r.error;
-  EXPECT_EQ(r.y, reference_.y);
+  EXPECT_EQ(r.backends, (std::vector<std::string>{"devsim", "devsim", "devsim"}));
   // x up once (Conv and Add both read the device copy), y down once.
   EXPECT_EQ(r.transfers, 2);
 }
 
-TEST_F(Scheduler, DeclinedOpFallsBackToCpuWithTransfers) {
-  const RunResult r = run(kite::test::conv_relu_add_model(false), "test,cpu", "device,decline=Relu");
+TEST_F(Scheduler, UnifiedDeviceNeedsNoTransfers) {
+  const RunResult r = run(kite::test::conv_relu_add_model(false), "devsim,cpu", "unified=1");
   ASSERT_EQ(r.status, KITE_OK) << r.error;
   EXPECT_EQ(r.y, reference_.y);
-  EXPECT_EQ(r.backends, (std::vector<std::string>{"test", "cpu", "test"}));
+  EXPECT_EQ(r.transfers, 0);
+}
+
+TEST_F(Scheduler, DeclinedOpFallsBackToCpuWithTransfers) {
+  const RunResult r = run(kite::test::conv_relu_add_model(false), "devsim,cpu", "decline_ops=Relu");
+  ASSERT_EQ(r.status, KITE_OK) << r.error;
+  EXPECT_EQ(r.y, reference_.y);
+  EXPECT_EQ(r.backends, (std::vector<std::string>{"devsim", "cpu", "devsim"}));
   EXPECT_NE(r.reasons[1].find("configured to decline Relu"), std::string::npos) << r.reasons[1];
   // x up, conv down (for Relu on cpu), relu up, y down.
   EXPECT_EQ(r.transfers, 4);
 }
 
 TEST_F(Scheduler, FusedNodeWithoutKernelRunsItsBody) {
-  const RunResult fused = run(kite::test::conv_relu_add_model(true), "test,cpu", "decline-fused");
+  const RunResult fused = run(kite::test::conv_relu_add_model(true), "devsim,cpu", "decline_fused=1");
   ASSERT_EQ(fused.status, KITE_OK) << fused.error;
   EXPECT_EQ(fused.y, reference_.y);
   ASSERT_EQ(fused.placement.size(), 2u);
   EXPECT_EQ(fused.placement[0].fused, 1);
   EXPECT_EQ(fused.placement[0].decomposed, 1);
-  EXPECT_EQ(fused.backends[0], "test");
+  EXPECT_EQ(fused.backends[0], "devsim");
   EXPECT_NE(fused.reasons[0].find("configured to decline fused nodes"), std::string::npos);
 }
 
 TEST_F(Scheduler, StrictModeNamesTheFallbackNodes) {
-  RunResult r = run(kite::test::conv_relu_add_model(false), "test,cpu", "decline=Relu", true);
+  RunResult r = run(kite::test::conv_relu_add_model(false), "devsim,cpu", "decline_ops=Relu", true);
   EXPECT_EQ(r.status, KITE_ERROR_UNSUPPORTED);
   EXPECT_NE(r.error.find("strict mode"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("Relu 'relu0' -> cpu"), std::string::npos) << r.error;
-  r = run(kite::test::conv_relu_add_model(true), "test,cpu", "decline-fused", true);
+  r = run(kite::test::conv_relu_add_model(true), "devsim,cpu", "decline_fused=1", true);
   EXPECT_EQ(r.status, KITE_ERROR_UNSUPPORTED);
   EXPECT_NE(r.error.find("FusedConv 'conv0+relu0' decomposed"), std::string::npos) << r.error;
-  r = run(kite::test::conv_relu_add_model(false), "test,cpu", "", true);
+  r = run(kite::test::conv_relu_add_model(false), "devsim,cpu", "", true);
   EXPECT_EQ(r.status, KITE_OK) << r.error;
 }
 
@@ -172,10 +180,10 @@ TEST_F(Scheduler, FileThatIsNotALibraryIsRefused) {
 
 TEST_F(Scheduler, EnvironmentVariableFindsPlugins) {
   setenv("KITE_BACKEND_PATH", KITE_TEST_PLUGIN_DIR, 1);
-  const RunResult r = run(kite::test::conv_relu_add_model(false), "test,cpu", "", false, "");
+  const RunResult r = run(kite::test::conv_relu_add_model(false), "devsim,cpu", "", false, "");
   unsetenv("KITE_BACKEND_PATH");
   ASSERT_EQ(r.status, KITE_OK) << r.error;
-  EXPECT_EQ(r.backends[0], "test");
+  EXPECT_EQ(r.backends[0], "devsim");
 }
 
 }  // namespace

@@ -265,12 +265,9 @@ class WhereKernel : public Kernel {
   void run(ThreadPool& pool) override {
     if (plan_.numel == 0) return;
     const uint8_t* c = static_cast<const uint8_t*>(cond_);
-    switch (element_size_) {
-      case 1: run_where<uint8_t>(plan_, c, x_, y_, out_, pool); break;
-      case 2: run_where<uint16_t>(plan_, c, x_, y_, out_, pool); break;
-      case 4: run_where<uint32_t>(plan_, c, x_, y_, out_, pool); break;
-      default: run_where<uint64_t>(plan_, c, x_, y_, out_, pool); break;
-    }
+    with_element_type(element_size_, [&](auto t) {
+      run_where<decltype(t)>(plan_, c, x_, y_, out_, pool);
+    });
   }
 
  private:
@@ -298,12 +295,8 @@ std::unique_ptr<Kernel> prepare_binary(const KernelArgs& args, std::string* err)
   const OpNode& op = *args.op;
   BinaryFn fn = select(op.op, op.inputs[0].dtype, op.inputs[1].dtype);
   if (!fn) return prepare_error(err, op, check_binary(op));
+  // The output is the inputs' broadcast: the op rule checked it before prepare.
   const Shape out = output_shape(args, 0);
-  Shape joined;
-  if (!kite::ops::broadcast_shapes(op.inputs[0].shape, op.inputs[1].shape, &joined) ||
-      joined != out) {
-    return prepare_error(err, op, "inputs do not broadcast to the output shape");
-  }
   return std::make_unique<BinaryKernel>(
       fn, make_broadcast_plan(out, {&op.inputs[0].shape, &op.inputs[1].shape}),
       args.input_data(0), args.input_data(1), args.output_data(0));
@@ -315,24 +308,15 @@ std::string check_where(const OpNode& op) {
   }
   std::string why = expect_dtype(op, 0, {KITE_DTYPE_BOOL});
   if (!why.empty()) return why;
-  const size_t size = kite::ops::dtype_size(op.inputs[1].dtype);
-  if (op.inputs[1].dtype != op.inputs[2].dtype ||
-      (size != 1 && size != 2 && size != 4 && size != 8)) {
-    return "X and Y must have one dtype";
-  }
-  return "";
+  if (op.inputs[1].dtype != op.inputs[2].dtype) return "X and Y must have one dtype";
+  return expect_movable(op, 1);
 }
 
-std::unique_ptr<Kernel> prepare_where(const KernelArgs& args, std::string* err) {
+std::unique_ptr<Kernel> prepare_where(const KernelArgs& args, std::string* /*err*/) {
   const OpNode& op = *args.op;
-  const Shape out = output_shape(args, 0);
-  Shape xy, joined;
-  if (!kite::ops::broadcast_shapes(op.inputs[1].shape, op.inputs[2].shape, &xy) ||
-      !kite::ops::broadcast_shapes(op.inputs[0].shape, xy, &joined) || joined != out) {
-    return prepare_error(err, op, "inputs do not broadcast to the output shape");
-  }
+  const Shape out = output_shape(args, 0);  // the inputs' broadcast (checked by the rule)
   return std::make_unique<WhereKernel>(
-      kite::ops::dtype_size(op.inputs[1].dtype),
+      movable_element_size(op.inputs[1].dtype),
       make_broadcast_plan(out, {&op.inputs[0].shape, &op.inputs[1].shape, &op.inputs[2].shape}),
       args.input_data(0), args.input_data(1), args.input_data(2), args.output_data(0));
 }

@@ -1,5 +1,6 @@
 #include "common.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 
@@ -56,14 +57,29 @@ std::string expect_dtype(const OpNode& op, size_t i, std::initializer_list<kite_
          ", the CPU kernel takes " + names;
 }
 
+std::string expect_dtypes(const OpNode& op, size_t first, size_t end,
+                          std::initializer_list<kite_dtype> allowed) {
+  for (size_t i = first; i < end && i < op.inputs.size(); ++i) {
+    std::string why = expect_dtype(op, i, allowed);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
 std::string expect_constant(const OpNode& op, size_t i, const char* role) {
   if (!op.has_input(i) || op.inputs[i].data != nullptr) return "";
   return std::string(role) + " " + input_label(op, i) + " must be a constant";
 }
 
-int64_t normalize_axis(int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank) return -1;
-  return axis < 0 ? axis + rank : axis;
+size_t movable_element_size(kite_dtype d) {
+  const size_t s = kite::ops::dtype_size(d);
+  return s == 1 || s == 2 || s == 4 || s == 8 ? s : 0;
+}
+
+std::string expect_movable(const OpNode& op, size_t i) {
+  if (!op.has_input(i) || movable_element_size(op.inputs[i].dtype) != 0) return "";
+  return input_label(op, i) + " has dtype " + kite::ops::dtype_name(op.inputs[i].dtype) +
+         ", which the CPU kernel cannot move";
 }
 
 void read_int64s(const void* data, kite_dtype dtype, int64_t n, int64_t* out) {
@@ -88,6 +104,36 @@ double read_scalar(const void* data, kite_dtype dtype) {
   }
 }
 
+IntSource IntSource::input(const KernelArgs& args, size_t i) {
+  IntSource s;
+  const OpNode& op = *args.op;
+  if (!op.has_input(i)) return s;
+  s.data = args.input_data(static_cast<int>(i));
+  s.dtype = op.inputs[i].dtype;
+  s.count = shape_numel(op.inputs[i].shape);
+  s.constant = op.inputs[i].data != nullptr;
+  return s;
+}
+
+IntSource IntSource::attribute(const OpNode& op, const char* name) {
+  IntSource s;
+  if (!op.find_attr(name)) return s;
+  s.attr = op.attr_ints(name, {});
+  s.count = static_cast<int64_t>(s.attr.size());
+  return s;
+}
+
+bool IntSource::read(int64_t* out, int64_t capacity) const {
+  if (count > capacity) return false;
+  if (count <= 0) return true;
+  if (data) {
+    read_int64s(data, dtype, count, out);
+  } else {
+    std::copy(attr.begin(), attr.begin() + count, out);
+  }
+  return true;
+}
+
 void CheckedKernel::set_error(const char* format, ...) {
   int n = std::snprintf(error_, sizeof(error_), "%s: ", label_.c_str());
   if (n < 0) n = 0;
@@ -96,6 +142,41 @@ void CheckedKernel::set_error(const char* format, ...) {
   va_start(ap, format);
   std::vsnprintf(error_ + n, sizeof(error_) - static_cast<size_t>(n), format, ap);
   va_end(ap);
+}
+
+bool CheckedKernel::rule_failed(const kite::ops::RuleError& e) {
+  set_error("%s", e.message);
+  return false;
+}
+
+namespace {
+// "2x3x4" (or "scalar") into a fixed buffer.
+void format_shape(const int64_t* dims, int64_t rank, char* out, size_t size) {
+  if (rank == 0) {
+    std::snprintf(out, size, "scalar");
+    return;
+  }
+  size_t used = 0;
+  out[0] = '\0';
+  for (int64_t d = 0; d < rank && used + 1 < size; ++d) {
+    const int n = std::snprintf(out + used, size - used, "%s%lld", d ? "x" : "",
+                                static_cast<long long>(dims[d]));
+    if (n < 0) break;
+    used += static_cast<size_t>(n);
+  }
+}
+}  // namespace
+
+bool CheckedKernel::gives_declared(const char* what, const int64_t* dims, int64_t rank,
+                                   const Shape& declared) {
+  if (rank == static_cast<int64_t>(declared.size()) && std::equal(dims, dims + rank, declared.begin())) {
+    return true;
+  }
+  char got[96], want[96];
+  format_shape(dims, rank, got, sizeof(got));
+  format_shape(declared.data(), static_cast<int64_t>(declared.size()), want, sizeof(want));
+  set_error("the %s value gives shape %s, the declared output is %s", what, got, want);
+  return false;
 }
 
 BroadcastPlan make_broadcast_plan(const Shape& out, std::initializer_list<const Shape*> inputs) {
@@ -137,59 +218,6 @@ BroadcastPlan make_broadcast_plan(const Shape& out, std::initializer_list<const 
   plan.rows = product(plan.dims, 0, plan.dims.size() - 1);
   for (int k = 0; k < plan.num_inputs; ++k) plan.inner_stride[k] = plan.strides[k].back();
   return plan;
-}
-
-float half_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exponent = (h >> 10) & 0x1fu;
-  uint32_t mantissa = h & 0x3ffu;
-  uint32_t bits;
-  if (exponent == 0) {
-    if (mantissa == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      int e = -1;
-      do {
-        ++e;
-        mantissa <<= 1;
-      } while ((mantissa & 0x400u) == 0);
-      bits = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mantissa & 0x3ffu) << 13);
-    }
-  } else if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13);
-  } else {
-    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-uint16_t float_to_half(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof(bits));
-  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
-  const uint32_t abs = bits & 0x7fffffffu;
-  if (abs >= 0x7f800000u) {  // inf or nan
-    return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
-  }
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
-  if (abs < 0x38800000u) {  // subnormal half (or zero): round to nearest even
-    if (abs < 0x33000000u) return sign;
-    const uint32_t exponent = abs >> 23;
-    const uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
-    const uint32_t shift = 126 - exponent;  // 14..24
-    uint32_t half = mantissa >> shift;
-    const uint32_t remainder = mantissa & ((1u << shift) - 1);
-    const uint32_t halfway = 1u << (shift - 1);
-    if (remainder > halfway || (remainder == halfway && (half & 1u))) ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  // Normal: rebias exponent and round the mantissa to nearest even.
-  uint32_t h = ((abs - 0x38000000u) >> 13);
-  const uint32_t remainder = abs & 0x1fffu;
-  if (remainder > 0x1000u || (remainder == 0x1000u && (h & 1u))) ++h;
-  return static_cast<uint16_t>(sign | h);
 }
 
 }  // namespace kite::cpu

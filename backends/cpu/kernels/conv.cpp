@@ -3,7 +3,7 @@
 // Conv: im2col written straight into the GEMM's packed-B layout, then one
 // packed GEMM per group with the weights packed once at prepare time. Convs
 // whose output channels each read one input channel (depthwise) run a direct
-// loop instead. ConvTranspose: GEMM (W^T * X) then col2im.
+// loop instead, the vectorised planes with scratch declared in the workspace. ConvTranspose: GEMM (W^T * X) then col2im.
 //
 // Geometry is always handled as 3-D: a 1-D or 2-D op gets leading dims of
 // size 1 (kernel 1, stride 1, no padding).
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common.h"
+#include "depthwise.h"
 #include "kernels.h"
 #include "sgemm.h"
 
@@ -100,6 +101,12 @@ class ConvKernel : public Kernel {
 
   void prepare() {
     if (direct_) {
+      if (vector_depthwise()) {
+        // One padded plane of scratch per thread, declared here so that run
+        // allocates nothing (every plane of the node has the same size).
+        plane_scratch_ = depthwise::scratch_floats(depthwise_plane(0, 0));
+        workspace()->reserve(static_cast<size_t>(plane_scratch_ * std::max(1, threads)));
+      }
       // Per kernel column, the output columns whose input column is inside.
       width_ranges_.resize(static_cast<size_t>(g_.kernel[2]) * 2);
       for (int64_t t = 0; t < g_.kernel[2]; ++t) {
@@ -133,6 +140,20 @@ class ConvKernel : public Kernel {
     }
   }
 
+  // Relu and Clip go into the GEMM's store of each tile (sgemm::Epilogue);
+  // the direct (depthwise) path leaves them to the wrapper.
+  bool take_activation(const kite::ops::FusedActivation& act) override {
+    if (direct_) return false;
+    if (act.kind == kite::ops::FusedActivation::kRelu) {
+      epilogue_.kind = sgemm::Epilogue::kRelu;
+    } else if (act.kind == kite::ops::FusedActivation::kClip) {
+      epilogue_ = {sgemm::Epilogue::kClip, act.alpha, act.beta};
+    } else {
+      return false;
+    }
+    return true;
+  }
+
   void run(ThreadPool& pool) override {
     if (batch_ == 0 || out_channels_ == 0 || pixels_ == 0) return;
     if (direct_) {
@@ -157,7 +178,7 @@ class ConvKernel : public Kernel {
       auto gemm_group = [&](int64_t g, ThreadPool* p) {
         sgemm::gemm_packed(mg_, pixels_, k_, packed_w_.data() + g * w_group,
                            col() + g * col_group, yn + g * mg_ * pixels_, pixels_,
-                           bias_ ? bias_ + g * mg_ : nullptr, false, p);
+                           bias_ ? bias_ + g * mg_ : nullptr, false, p, &epilogue_);
       };
       if (g_.group >= pool.size() && g_.group > 1) {
         pool.parallel_for(g_.group, 1, [&](int64_t b, int64_t e) {
@@ -239,9 +260,26 @@ class ConvKernel : public Kernel {
     });
   }
 
-  // One input channel per output channel: accumulate kernel taps row by row.
+  // One input channel per output channel: 2-D planes the vectorised kernel
+  // takes go there (depthwise.h); the rest accumulate kernel taps row by row.
   void run_direct(ThreadPool& pool) const {
     const int64_t in_plane = g_.in_numel();
+    if (vector_depthwise()) {
+      // One task per scratch slice, each over a contiguous range of planes.
+      const int64_t planes = batch_ * out_channels_;
+      const int64_t slices = std::max<int64_t>(
+          1, std::min<int64_t>({static_cast<int64_t>(pool.size()), std::max(1, threads), planes}));
+      float* scratch = workspace()->data();
+      pool.parallel_for(slices, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t s = begin; s < end; ++s) {
+          float* mine = scratch + s * plane_scratch_;
+          for (int64_t t = s * planes / slices; t < (s + 1) * planes / slices; ++t) {
+            depthwise::run_plane(depthwise_plane(t / out_channels_, t % out_channels_), mine);
+          }
+        }
+      });
+      return;
+    }
     const int64_t kk = g_.kernel_numel();
     const int64_t OD = g_.out[0], OH = g_.out[1], OW = g_.out[2];
     const int64_t H = g_.in[1], W = g_.in[2];
@@ -285,6 +323,21 @@ class ConvKernel : public Kernel {
     });
   }
 
+  // 2-D planes the vectorised depthwise kernel takes (depthwise.h).
+  bool vector_depthwise() const {
+    return direct_ && g_.in[0] == 1 && g_.out[0] == 1 && g_.kernel[0] == 1 &&
+           depthwise::handles(g_.stride[2], g_.dilation[2]);
+  }
+  // Output channel m of batch item n as a depthwise plane.
+  depthwise::Plane depthwise_plane(int64_t n, int64_t m) const {
+    const int64_t c = m / mg_;  // input channel (cg_ == 1)
+    return {x_ + (n * channels_ + c) * g_.in_numel(), g_.in[1], g_.in[2],
+            y_ + (n * out_channels_ + m) * pixels_, g_.out[1], g_.out[2],
+            w_ + m * g_.kernel_numel(), g_.kernel[1], g_.kernel[2],
+            g_.stride[1], g_.stride[2], g_.pad[1], g_.pad[2],
+            g_.dilation[1], bias_ ? bias_[m] : 0.0f};
+  }
+
   Geometry3 g_;
   int64_t batch_, channels_, out_channels_;
   const float* x_;
@@ -294,11 +347,14 @@ class ConvKernel : public Kernel {
   bool w_constant_;
   int64_t cg_ = 0, mg_ = 0, k_ = 0, pixels_ = 0;
   bool direct_ = false, pointwise_ = false;
+  sgemm::Epilogue epilogue_;  // kNone unless a fused node handed one over
+  int64_t plane_scratch_ = 0;  // floats of depthwise scratch per thread
   std::vector<float> packed_w_;
   mutable Workspace own_workspace_;
 
  public:
   Workspace* shared_workspace = nullptr;  // the backend's, when built by one
+  int threads = 1;  // the pool size run will get: depthwise scratch slices
 
  private:
   Workspace* workspace() const { return shared_workspace ? shared_workspace : &own_workspace_; }
@@ -459,6 +515,7 @@ std::unique_ptr<Kernel> prepare_conv(const KernelArgs& args, std::string* err) {
       static_cast<const float*>(args.input_data(1)), bias,
       static_cast<float*>(args.output_data(0)), args.node->inputs[1]->is_constant != 0);
   kernel->shared_workspace = args.workspace;
+  kernel->threads = args.threads;
   kernel->prepare();
   return kernel;
 }

@@ -3,10 +3,14 @@
 // per-thread buffer of length T allocated at prepare. q [..., S, D],
 // kt [..., D, T], v [..., T, Dv], mask broadcasting to [..., S, T].
 // Softmax as the Softmax kernel computes it (max-shifted, float sums).
+// nan_to_zero = 1 (Hugging Face's Where(IsNaN(p), 0, p) guard, fused with
+// it): a NaN probability (a row masked with -inf throughout) counts as 0.
+#include <cmath>
 #include <limits>
 
 #include "fused_common.h"
 #include "kernels.h"
+#include "softmax_neon.h"
 
 namespace kite::cpu {
 
@@ -17,10 +21,11 @@ class AttentionKernel : public Kernel {
   AttentionKernel(int64_t batches, int64_t s, int64_t d, int64_t t, int64_t dv, float scale,
                   const float* q, const float* kt, const float* v, const float* mask,
                   Shape lead_dims, Shape mask_lead_strides, int64_t mask_row_stride,
-                  int64_t mask_col_stride, float* out, int threads)
+                  int64_t mask_col_stride, float* out, int threads, bool nan_to_zero)
       : batches_(batches), s_(s), d_(d), t_(t), dv_(dv), scale_(scale), q_(q), kt_(kt), v_(v),
         mask_(mask), lead_dims_(std::move(lead_dims)), mask_lead_strides_(std::move(mask_lead_strides)),
         mask_row_stride_(mask_row_stride), mask_col_stride_(mask_col_stride), out_(out),
+        nan_to_zero_(nan_to_zero),
         scores_(static_cast<size_t>(std::max(threads, 1)) * static_cast<size_t>(t)) {}
 
   void run(ThreadPool& pool) override {
@@ -61,6 +66,12 @@ class AttentionKernel : public Kernel {
       }
       for (int64_t j = 0; j < t_; ++j) scores[j] += mask_[offset + j * mask_col_stride_];
     }
+#if defined(__aarch64__)
+    // The NEON row softmax, in place (softmax_neon.h): scores become
+    // probabilities.
+    neon::softmax_contiguous(scores, scores, t_, false);
+    const float inv = 1.0f;
+#else
     float max = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < t_; ++j) max = std::max(max, scores[j]);
     float sum = 0.0f;
@@ -69,9 +80,11 @@ class AttentionKernel : public Kernel {
       sum += scores[j];
     }
     const float inv = 1.0f / sum;
+#endif
     for (int64_t c = 0; c < dv_; ++c) out[c] = 0.0f;
     for (int64_t j = 0; j < t_; ++j) {
-      const float p = scores[j] * inv;
+      float p = scores[j] * inv;
+      if (nan_to_zero_ && std::isnan(p)) p = 0.0f;
       const float* vrow = v + j * dv_;
       for (int64_t c = 0; c < dv_; ++c) out[c] += p * vrow[c];
     }
@@ -83,6 +96,7 @@ class AttentionKernel : public Kernel {
   Shape lead_dims_, mask_lead_strides_;
   int64_t mask_row_stride_, mask_col_stride_;
   float* out_;
+  bool nan_to_zero_;
   std::vector<float> scores_;
 };
 
@@ -110,13 +124,15 @@ std::string check_fused_attention(const OpNode& op, const std::string& pattern,
     return "expects inputs q, kt, v [, mask]";
   }
   if (outputs.size() != 1) return "expects one output";
-  for (size_t i = 0; i < op.inputs.size(); ++i) {
-    std::string why = expect_dtype(op, i, {KITE_DTYPE_FLOAT32});
-    if (!why.empty()) return why;
-  }
+  std::string why = expect_dtypes(op, 0, op.inputs.size(), {KITE_DTYPE_FLOAT32});
+  if (!why.empty()) return why;
   const kite::ops::Attr* scale = op.find_attr("scale");
   if (!scale || scale->type != KITE_ATTR_FLOAT || !std::isfinite(scale->f)) {
     return "attribute 'scale' must be a finite float";
+  }
+  const kite::ops::Attr* guard = op.find_attr("nan_to_zero");
+  if (guard && (guard->type != KITE_ATTR_INT || (guard->i != 0 && guard->i != 1))) {
+    return "attribute 'nan_to_zero' must be 0 or 1";
   }
   const Shape& q = op.inputs[0].shape;
   const Shape& kt = op.inputs[1].shape;
@@ -164,7 +180,8 @@ std::unique_ptr<Kernel> prepare_fused_attention(const KernelArgs& args, std::str
   return std::make_unique<AttentionKernel>(batches, q[r - 2], q[r - 1], kt[r - 1], v[r - 1],
                                            op.attr_float("scale", 1.0f), in(0), in(1), in(2), mask,
                                            lead, lead_strides, mask_strides[r - 2], mask_strides[r - 1],
-                                           static_cast<float*>(args.output_data(0)), args.threads);
+                                           static_cast<float*>(args.output_data(0)), args.threads,
+                                           op.attr_int("nan_to_zero", 0) != 0);
 }
 
 }  // namespace kite::cpu

@@ -12,41 +12,37 @@
 
 #include "common.h"
 #include "fused_kernels.h"
+#include "kite/abi/node.h"
+#include "kite/ops/fused.h"
 
 namespace kite::cpu::fused {
 
-// The activation a fused node applies last (attributes activation,
-// activation_alpha, activation_beta). Formulas are the primitive kernels'
-// (kernels/unary.cpp), so the fused path and the body path agree closely.
-struct Activation {
-  enum Kind { kNone, kRelu, kClip, kSigmoid, kSiLU, kHardSigmoid, kHardSwish, kLeakyRelu, kTanh,
-              kGelu, kGeluTanh };
-  Kind kind = kNone;
-  float alpha = 0.0f;
-  float beta = 0.0f;
-};
-
-// "" and *out filled, or why the attributes are not a known activation. The
-// activation must also be the one the pattern name ends with ("+Relu").
-std::string parse_activation(const OpNode& op, const std::string& pattern, bool optional,
-                             Activation* out);
+// The activation a fused node applies last (kite::ops rule of the fused
+// ops). Formulas are the primitive kernels' (kernels/unary.cpp), so the
+// fused path and the body path agree closely.
+using Activation = kite::ops::FusedActivation;
+inline std::string parse_activation(const OpNode& op, const std::string& pattern, bool optional,
+                                    Activation* out) {
+  return kite::ops::parse_fused_activation(op, pattern, optional, out);
+}
 
 // y[i] = act(y[i] + bias[i % n]) over rows x n values (bias may be null).
 void apply_activation(const Activation& act, float* y, int64_t rows, int64_t n, const float* bias,
                       ThreadPool& pool);
 
-// The fused node as the primitive op it extends: same inputs (the first
-// num_inputs), attributes without the activation ones, one output.
-OpNode primitive(const OpNode& fused, const char* op_type, size_t num_inputs);
-
-// "" when declared output k exists with this dtype and shape.
-std::string expect_output(const OpNode& op, const std::vector<TensorType>& outputs, size_t k,
-                          kite_dtype dtype, const Shape& shape);
-
-// Runs the kite::ops rules of a primitive op and compares its output with
-// the fused node's declared output k. "" when they agree.
-std::string check_primitive_output(const OpNode& fused, const OpNode& primitive_op,
-                                   const std::vector<TensorType>& outputs, size_t k);
+// The fused node as the primitive op it extends, its declared output, and
+// the primitive's rules against that output: kite/ops/fused.h.
+inline OpNode primitive(const OpNode& fused, const char* op_type, size_t num_inputs) {
+  return kite::ops::fused_primitive(fused, op_type, num_inputs);
+}
+inline std::string expect_output(const OpNode& /*op*/, const std::vector<TensorType>& outputs, size_t k,
+                                 kite_dtype dtype, const Shape& shape) {
+  return kite::ops::expect_declared_output(outputs, k, dtype, shape);
+}
+inline std::string check_primitive_output(const OpNode& /*fused*/, const OpNode& primitive_op,
+                                          const std::vector<TensorType>& outputs, size_t k) {
+  return kite::ops::check_primitive_output(primitive_op, outputs, k);
+}
 
 // A primitive ABI node over some of a fused node's tensors. Owns everything
 // the node points to; keep it alive as long as the kernel prepared from it.
@@ -71,8 +67,7 @@ class SubNode {
   OpNode op_;
   std::vector<const kite_backend_tensor*> inputs_;
   std::vector<const kite_backend_tensor*> outputs_;
-  std::vector<kite_backend_attr> attrs_;
-  std::vector<std::vector<const char*>> strings_;
+  kite::abi::AttrTable attrs_;  // ABI attributes over attr_values_
   kite_backend_node node_{};
 };
 

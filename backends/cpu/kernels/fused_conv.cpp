@@ -1,6 +1,8 @@
 // FusedConv (Conv + activation) and FusedGemm (Gemm + activation): the
 // primitive kernel writes the output, then the activation runs over it in
-// place, in the same launch.
+// place, in the same launch, unless the primitive kernel takes the
+// activation into its own store (Kernel::take_activation: Conv's GEMM path
+// for Relu and Clip).
 #include "fused_common.h"
 #include "kernels.h"
 
@@ -12,10 +14,12 @@ class ThenActivation : public Kernel {
  public:
   ThenActivation(std::unique_ptr<fused::SubNode> sub, std::unique_ptr<Kernel> inner,
                  fused::Activation act, float* y, int64_t n)
-      : sub_(std::move(sub)), inner_(std::move(inner)), act_(act), y_(y), n_(n) {}
+      : sub_(std::move(sub)), inner_(std::move(inner)), act_(act), y_(y), n_(n),
+        inner_applies_(inner_->take_activation(act)) {}
   void run(ThreadPool& pool) override {
     inner_->run(pool);
-    if (inner_->run_error() == nullptr) fused::apply_activation(act_, y_, 1, n_, nullptr, pool);
+    if (inner_applies_ || inner_->run_error() != nullptr) return;
+    fused::apply_activation(act_, y_, 1, n_, nullptr, pool);
   }
   const char* run_error() const override { return inner_->run_error(); }
 
@@ -25,6 +29,7 @@ class ThenActivation : public Kernel {
   fused::Activation act_;
   float* y_;
   int64_t n_;
+  bool inner_applies_;  // inner_ applies act_ in its own store
 };
 
 std::string check_with_activation(const OpNode& op, const std::string& pattern,

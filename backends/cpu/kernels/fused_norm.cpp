@@ -48,25 +48,10 @@ class SkipLayerNormKernel : public Kernel {
         const float* b = b_ + r * cols_;
         float* y = y_ + r * cols_;
         float* s = sum_ ? sum_ + r * cols_ : y;  // without a sum output: in y, normalised in place
-        double total = 0.0;
-        for (int64_t i = 0; i < cols_; ++i) {
-          s[i] = a[i] + b[i];
-          total += s[i];
-        }
-        const double mean_d = cols_ > 0 ? total / static_cast<double>(cols_) : 0.0;
-        double sq = 0.0;
-        for (int64_t i = 0; i < cols_; ++i) {
-          const double d = s[i] - mean_d;
-          sq += d * d;
-        }
-        const double var = cols_ > 0 ? sq / static_cast<double>(cols_) : 0.0;
-        const float mean = static_cast<float>(mean_d);
-        const float inv = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(epsilon_)));
-        if (bias_) {
-          for (int64_t i = 0; i < cols_; ++i) y[i] = (s[i] - mean) * inv * scale_[i] + bias_[i];
-        } else {
-          for (int64_t i = 0; i < cols_; ++i) y[i] = (s[i] - mean) * inv * scale_[i];
-        }
+        for (int64_t i = 0; i < cols_; ++i) s[i] = a[i] + b[i];
+        float mean, inv;
+        moments(s, cols_, epsilon_, &mean, &inv);  // LayerNormalization's, so both paths agree
+        normalize_row(s, cols_, mean, inv, scale_, bias_, y);
       }
     });
   }
@@ -120,10 +105,8 @@ std::string check_fused_skip_layer_norm(const OpNode& op, const std::string& pat
       !op.has_input(2)) {
     return "expects inputs a, b, scale [, bias]";
   }
-  for (size_t i = 0; i < op.inputs.size(); ++i) {
-    std::string why = expect_dtype(op, i, {KITE_DTYPE_FLOAT32});
-    if (!why.empty()) return why;
-  }
+  std::string why = expect_dtypes(op, 0, op.inputs.size(), {KITE_DTYPE_FLOAT32});
+  if (!why.empty()) return why;
   const Shape& x = op.inputs[0].shape;
   if (op.inputs[1].shape != x) {
     return input_label(op, 1) + " is " + kite::ops::shape_string(op.inputs[1].shape) + ", expected " +
@@ -139,11 +122,10 @@ std::string check_fused_skip_layer_norm(const OpNode& op, const std::string& pat
     }
   }
   if (outputs.empty() || outputs.size() > 2) return "expects outputs y [, a + b]";
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    std::string why = fused::expect_output(op, outputs, k, KITE_DTYPE_FLOAT32, x);
-    if (!why.empty()) return why;
+  for (size_t k = 0; k < outputs.size() && why.empty(); ++k) {
+    why = fused::expect_output(op, outputs, k, KITE_DTYPE_FLOAT32, x);
   }
-  return "";
+  return why;
 }
 
 std::unique_ptr<Kernel> prepare_fused_skip_layer_norm(const KernelArgs& args, std::string* err) {

@@ -141,30 +141,24 @@ class MatrixProductKernel : public Kernel {
 
 }  // namespace
 
-std::string check_gemm(const OpNode& op) {
-  for (size_t i = 0; i < 3; ++i) {
-    std::string why = expect_dtype(op, i, {KITE_DTYPE_FLOAT32});
-    if (!why.empty()) return why;
-  }
-  return "";
-}
+std::string check_gemm(const OpNode& op) { return expect_dtypes(op, 0, 3, {KITE_DTYPE_FLOAT32}); }
 
 std::unique_ptr<Kernel> prepare_gemm(const KernelArgs& args, std::string* err) {
   const OpNode& op = *args.op;
-  const Shape& a = op.inputs[0].shape;
-  const Shape& b = op.inputs[1].shape;
-  if (a.size() != 2 || b.size() != 2) return prepare_error(err, op, "A and B must be 2-D");
+  // m, n, k as the op rule resolves them (the rule checked the output and
+  // that C broadcasts to m x n before prepare).
   const bool trans_a = op.attr_int("transA", 0) != 0;
   const bool trans_b = op.attr_int("transB", 0) != 0;
+  kite::ops::MatMulShape product;
+  kite::ops::RuleError rule_err;
+  if (op.inputs[0].rank() != 2 || op.inputs[1].rank() != 2 || !has_output(args, 0) ||
+      !kite::ops::resolve_gemm(op.inputs[0].shape.data(), op.inputs[1].shape.data(), trans_a,
+                               trans_b, &product, &rule_err)) {
+    return prepare_error(err, op, rule_err.message[0] ? rule_err.message : "A and B must be 2-D");
+  }
+  const int64_t m = product.m, n = product.n, k = product.k;
   const float alpha = op.attr_float("alpha", 1.0f);
   const float beta = op.attr_float("beta", 1.0f);
-  const int64_t m = trans_a ? a[1] : a[0];
-  const int64_t k = trans_a ? a[0] : a[1];
-  const int64_t n = trans_b ? b[0] : b[1];
-  if ((trans_b ? b[1] : b[0]) != k) return prepare_error(err, op, "inner dimensions differ");
-  if (!has_output(args, 0) || output_shape(args, 0) != Shape{m, n}) {
-    return prepare_error(err, op, "output shape is not " + kite::ops::shape_string({m, n}));
-  }
   Operand oa, ob;
   oa.data = static_cast<const float*>(args.input_data(0));
   oa.constant = args.node->inputs[0]->is_constant != 0;
@@ -180,48 +174,31 @@ std::unique_ptr<Kernel> prepare_gemm(const KernelArgs& args, std::string* err) {
       m, n, k, alpha, std::move(oa), std::move(ob), static_cast<float*>(args.output_data(0)),
       args.threads);
   if (op.has_input(2) && beta != 0.0f) {
-    Shape c_shape = op.inputs[2].shape;
-    Shape joined;
-    if (!kite::ops::broadcast_shapes(c_shape, {m, n}, &joined) || joined != Shape{m, n}) {
-      return prepare_error(err, op, "C does not broadcast to " + kite::ops::shape_string({m, n}));
-    }
-    kernel->set_addend(static_cast<const float*>(args.input_data(2)), c_shape, beta);
+    kernel->set_addend(static_cast<const float*>(args.input_data(2)), op.inputs[2].shape, beta);
   }
   kernel->prepare();
   return kernel;
 }
 
-std::string check_matmul(const OpNode& op) {
-  for (size_t i = 0; i < 2; ++i) {
-    std::string why = expect_dtype(op, i, {KITE_DTYPE_FLOAT32});
-    if (!why.empty()) return why;
-  }
-  return "";
-}
+std::string check_matmul(const OpNode& op) { return expect_dtypes(op, 0, 2, {KITE_DTYPE_FLOAT32}); }
 
 std::unique_ptr<Kernel> prepare_matmul(const KernelArgs& args, std::string* err) {
   const OpNode& op = *args.op;
-  Shape a = op.inputs[0].shape;
-  Shape b = op.inputs[1].shape;
-  if (a.empty() || b.empty()) return prepare_error(err, op, "operands must have at least 1 dim");
-  const bool a_vector = a.size() == 1;
-  const bool b_vector = b.size() == 1;
-  if (a_vector) a.insert(a.begin(), 1);
-  if (b_vector) b.push_back(1);
-  const int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
-  if (b[b.size() - 2] != k) return prepare_error(err, op, "inner dimensions differ");
-  const Shape a_batch(a.begin(), a.end() - 2);
-  const Shape b_batch(b.begin(), b.end() - 2);
-  Shape batch;
-  if (!kite::ops::broadcast_shapes(a_batch, b_batch, &batch)) {
-    return prepare_error(err, op, "batch dims do not broadcast");
+  // m, n, k and the batch dims as the op rule resolves them (numpy.matmul;
+  // the rule checked the output shape before prepare).
+  const Shape& a = op.inputs[0].shape;
+  const Shape& b = op.inputs[1].shape;
+  kite::ops::MatMulShape product;
+  kite::ops::RuleError rule_err;
+  if (!has_output(args, 0) ||
+      !kite::ops::resolve_matmul(a.data(), static_cast<int64_t>(a.size()), b.data(),
+                                 static_cast<int64_t>(b.size()), &product, &rule_err)) {
+    return prepare_error(err, op, rule_err.message[0] ? rule_err.message : "output is missing");
   }
-  Shape expected = batch;
-  if (!a_vector) expected.push_back(m);
-  if (!b_vector) expected.push_back(n);
-  if (!has_output(args, 0) || output_shape(args, 0) != expected) {
-    return prepare_error(err, op, "output shape is not " + kite::ops::shape_string(expected));
-  }
+  const int64_t m = product.m, n = product.n, k = product.k;
+  const Shape a_batch(product.a_batch, product.a_batch + product.a_batch_rank);
+  const Shape b_batch(product.b_batch, product.b_batch + product.b_batch_rank);
+  const Shape batch(product.batch, product.batch + product.batch_rank);
   // Offsets of each output batch's operand matrices (numpy broadcasting).
   const int64_t batches = shape_numel(batch);
   Operand oa, ob;

@@ -44,6 +44,11 @@ KITE_CPU_FAMILY(reduce)          // ReduceMean, ReduceSum, ReduceMax, ReduceMin,
                                  // ReduceSumSquare, ReduceLogSumExp
 KITE_CPU_FAMILY(arg_reduce)      // ArgMax, ArgMin
 KITE_CPU_FAMILY(resize)          // Resize
+KITE_CPU_FAMILY(indexing)        // IsNaN, IsInf, Mod, Trilu, CumSum, GatherElements, ScatterElements,
+                                 // GatherND, ScatterND, DepthToSpace, SpaceToDepth, TopK, OneHot, Einsum
+
+KITE_CPU_FAMILY(recurrent)       // LSTM, GRU, RNN (one fused kernel per node)
+KITE_CPU_FAMILY(grid_sample)     // GridSample
 
 #undef KITE_CPU_FAMILY
 

@@ -45,21 +45,6 @@ class BatchNormKernel : public Kernel {
   std::vector<float> mul_, add_;
 };
 
-// Mean and 1/sqrt(var + eps) of n values (two passes, double sums).
-inline void moments(const float* x, int64_t n, float epsilon, float* mean_out, float* inv_out) {
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += x[i];
-  const double mean = n > 0 ? sum / static_cast<double>(n) : 0.0;
-  double sq = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double d = x[i] - mean;
-    sq += d * d;
-  }
-  const double var = n > 0 ? sq / static_cast<double>(n) : 0.0;
-  *mean_out = static_cast<float>(mean);
-  *inv_out = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(epsilon)));
-}
-
 class InstanceNormKernel : public Kernel {
  public:
   InstanceNormKernel(int64_t batch, int64_t channels, int64_t plane, float epsilon,
@@ -115,11 +100,7 @@ class LayerNormKernel : public Kernel {
         moments(x, cols_, epsilon_, &mean, &inv);
         if (mean_out_) mean_out_[r] = mean;
         if (inv_out_) inv_out_[r] = inv;
-        if (bias) {
-          for (int64_t i = 0; i < cols_; ++i) y[i] = (x[i] - mean) * inv * scale[i] + bias[i];
-        } else {
-          for (int64_t i = 0; i < cols_; ++i) y[i] = (x[i] - mean) * inv * scale[i];
-        }
+        normalize_row(x, cols_, mean, inv, scale, bias, y);
       }
     });
   }
@@ -142,11 +123,7 @@ class LayerNormKernel : public Kernel {
 };
 
 std::string check_floats(const OpNode& op, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    std::string why = expect_dtype(op, i, {KITE_DTYPE_FLOAT32});
-    if (!why.empty()) return why;
-  }
-  return "";
+  return expect_dtypes(op, 0, count, {KITE_DTYPE_FLOAT32});
 }
 
 bool is_vector_of(const OpNode& op, size_t i, int64_t n) {

@@ -27,7 +27,7 @@ struct ReducePlan {
   int64_t red_numel = 1;
 };
 
-ReducePlan make_reduce_plan(const Shape& in, const std::vector<bool>& reduce) {
+ReducePlan make_reduce_plan(const Shape& in, const bool* reduce) {
   ReducePlan p;
   const Shape strides = contiguous_strides(in);
   int last_kind = -1;  // 0 kept, 1 reduced
@@ -259,36 +259,25 @@ std::unique_ptr<Kernel> prepare_reduce(const KernelArgs& args, std::string* err)
   if (!why.empty()) return prepare_error(err, op, why);
   const Shape& in = op.inputs[0].shape;
   const int64_t rank = static_cast<int64_t>(in.size());
-  Shape axes;
-  if (op.has_input(1)) {
-    axes.resize(static_cast<size_t>(shape_numel(op.inputs[1].shape)));
-    read_int64s(op.inputs[1].data, op.inputs[1].dtype, static_cast<int64_t>(axes.size()), axes.data());
-  } else {
-    axes = op.attr_ints("axes", {});
+  // The axes the op rule resolves (the output shape is the rule's, checked
+  // before prepare).
+  IntValues axes;
+  if (!axes.read(op.has_input(1) ? IntSource::input(args, 1) : IntSource::attribute(op, "axes"))) {
+    return prepare_error(err, op, "axes has too many values");
   }
-  const bool keepdims = op.attr_int("keepdims", 1) != 0;
-  const bool noop = op.attr_int("noop_with_empty_axes", 0) != 0;
+  bool reduce[KITE_MAX_RANK] = {};
+  bool identity = false;
+  kite::ops::RuleError rule_err;
+  if (!kite::ops::resolve_reduce_axes(op.op.c_str(), axes.v, std::max<int64_t>(axes.count, 0), rank,
+                                      op.attr_int("noop_with_empty_axes", 0) != 0, reduce,
+                                      &identity, &rule_err)) {
+    return prepare_error(err, op, rule_err.message);
+  }
   if (!has_output(args, 0)) return prepare_error(err, op, "output is missing");
-  const Shape out = output_shape(args, 0);
-  const size_t es = kite::ops::dtype_size(op.inputs[0].dtype);
-  if (axes.empty() && noop) {
-    if (out != in) return prepare_error(err, op, "output shape differs from the input");
+  if (identity) {
+    const size_t es = kite::ops::dtype_size(op.inputs[0].dtype);
     return std::make_unique<CopyAllKernel>(args.input_data(0), args.output_data(0),
                                            static_cast<size_t>(shape_numel(in)) * es);
-  }
-  std::vector<bool> reduce(in.size(), axes.empty());
-  for (int64_t a : axes) {
-    const int64_t n = normalize_axis(a, rank);
-    if (n < 0) return prepare_error(err, op, "axis " + std::to_string(a) + " is out of range");
-    reduce[n] = true;
-  }
-  Shape expected;
-  for (size_t d = 0; d < in.size(); ++d) {
-    if (!reduce[d]) expected.push_back(in[d]);
-    else if (keepdims) expected.push_back(1);
-  }
-  if (out != expected) {
-    return prepare_error(err, op, "output shape is not " + kite::ops::shape_string(expected));
   }
   return std::make_unique<ReduceKernel>(select_reduce(op.op, op.inputs[0].dtype),
                                         make_reduce_plan(in, reduce), args.input_data(0),
@@ -307,13 +296,9 @@ std::unique_ptr<Kernel> prepare_arg_reduce(const KernelArgs& args, std::string* 
   const int64_t axis = normalize_axis(op.attr_int("axis", 0), rank);
   if (axis < 0) return prepare_error(err, op, "axis is out of range");
   const size_t a = static_cast<size_t>(axis);
-  Shape expected = in;
-  if (op.attr_int("keepdims", 1) != 0) expected[a] = 1;
-  else expected.erase(expected.begin() + axis);
-  if (!has_output(args, 0) || output_shape(args, 0) != expected ||
-      output_dtype(args, 0) != KITE_DTYPE_INT64) {
-    return prepare_error(err, op, "output must be int64 " + kite::ops::shape_string(expected));
-  }
+  // The output (int64, the axis kept as 1 or dropped) is the op rule's,
+  // checked before prepare.
+  if (!has_output(args, 0)) return prepare_error(err, op, "output is missing");
   const bool max = op.op == "ArgMax";
   const bool last = op.attr_int("select_last_index", 0) != 0;
   const int64_t outer = product(in, 0, a), len = in[a], inner = product(in, a + 1, in.size());

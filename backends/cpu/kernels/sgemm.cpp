@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 
 namespace kite::cpu::sgemm {
@@ -74,42 +75,103 @@ void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict
 }
 #endif
 
-void store_tile(const float* acc, float* c, int64_t ldc, int64_t rows, int64_t cols,
-                const float* row_bias, bool add) {
+// Relu / Clip of the epilogue on one value (sgemm.h has the formulas).
+template <int Kind>
+inline float finish(float v, float lo, float hi) {
+  if constexpr (Kind == Epilogue::kRelu) return v > 0.0f ? v : 0.0f;
+  if constexpr (Kind == Epilogue::kClip) {
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
+  }
+  return v;
+}
+
+// Copies a tile from acc to C (+ bias, or added to C), with the epilogue
+// Kind applied in the same store.
+template <int Kind>
+void store_tile_as(const float* acc, float* c, int64_t ldc, int64_t rows, int64_t cols,
+                   const float* row_bias, bool add, float lo, float hi) {
   for (int64_t i = 0; i < rows; ++i) {
     float* ci = c + i * ldc;
     const float* ai = acc + i * kNR;
+    const float bias = row_bias && !add ? row_bias[i] : 0.0f;
     if (add) {
-      for (int64_t j = 0; j < cols; ++j) ci[j] += ai[j];
-    } else if (row_bias) {
-      const float bias = row_bias[i];
-      for (int64_t j = 0; j < cols; ++j) ci[j] = ai[j] + bias;
+      for (int64_t j = 0; j < cols; ++j) ci[j] = finish<Kind>(ci[j] + ai[j], lo, hi);
+    } else if (cols == kNR) {
+#if defined(__GNUC__) || defined(__clang__)
+      // A full row in two vectors; the vector ?: selects as the scalar one.
+      for (int64_t h = 0; h < kNR; h += 4) {
+        Float4 v = load4(ai + h) + bias;
+        if constexpr (Kind == Epilogue::kRelu) {
+          const Float4 zero = {};
+          v = v > zero ? v : zero;
+        } else if constexpr (Kind == Epilogue::kClip) {
+          const Float4 l = broadcast4(lo), u = broadcast4(hi);
+          v = v < l ? l : v;
+          v = v > u ? u : v;
+        }
+        std::memcpy(ci + h, &v, sizeof v);
+      }
+#else
+      for (int64_t j = 0; j < kNR; ++j) ci[j] = finish<Kind>(ai[j] + bias, lo, hi);
+#endif
     } else {
-      for (int64_t j = 0; j < cols; ++j) ci[j] = ai[j];
+      for (int64_t j = 0; j < cols; ++j) ci[j] = finish<Kind>(ai[j] + bias, lo, hi);
     }
   }
 }
 
-std::atomic<bool> g_force_portable{false};
-
-detail::MicroKernelFn best_micro_kernel() {
-  static const bool avx2 = detail::cpu_supports_avx2_fma();
-  return avx2 ? detail::micro_kernel_avx2 : micro_kernel;
+void store_tile(const float* acc, float* c, int64_t ldc, int64_t rows, int64_t cols,
+                const float* row_bias, bool add, const Epilogue* e) {
+  if (e == nullptr) return store_tile_as<Epilogue::kNone>(acc, c, ldc, rows, cols, row_bias, add, 0, 0);
+  if (e->kind == Epilogue::kRelu) {
+    return store_tile_as<Epilogue::kRelu>(acc, c, ldc, rows, cols, row_bias, add, 0, 0);
+  }
+  store_tile_as<Epilogue::kClip>(acc, c, ldc, rows, cols, row_bias, add, e->lo, e->hi);
 }
 
-detail::MicroKernelFn active_micro_kernel() {
-  return g_force_portable.load(std::memory_order_relaxed) ? micro_kernel : best_micro_kernel();
+// The epilogue over C in place (rows x cols at c): the k = 0 case, where
+// no tile is stored.
+void apply_epilogue(const Epilogue& e, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* ci = c + i * ldc;
+    for (int64_t j = 0; j < cols; ++j) {
+      ci[j] = e.kind == Epilogue::kRelu ? finish<Epilogue::kRelu>(ci[j], 0.0f, 0.0f)
+                                        : finish<Epilogue::kClip>(ci[j], e.lo, e.hi);
+    }
+  }
 }
 
-// The pair kernel that goes with the active single-tile kernel, or null.
-detail::MicroKernelPairFn active_pair_kernel() {
-  return active_micro_kernel() == detail::micro_kernel_avx2 ? detail::micro_kernel_avx2_x2
-                                                             : nullptr;
+// The kernel level gemm_packed uses: forced by a test (kForcedNone when not),
+// else the best the processor offers, capped by KITE_CPU_SGEMM.
+constexpr int kForcedNone = -1;
+std::atomic<int> g_forced{kForcedNone};
+
+MicroKernel best_level() {
+  static const MicroKernel level = [] {
+    MicroKernel cap = MicroKernel::kAvx512;
+    if (const char* env = std::getenv("KITE_CPU_SGEMM")) {
+      if (std::strcmp(env, "portable") == 0) cap = MicroKernel::kPortable;
+      if (std::strcmp(env, "avx2") == 0) cap = MicroKernel::kAvx2Fma;
+    }
+    if (cap == MicroKernel::kPortable) return MicroKernel::kPortable;
+    if (detail::cpu_has_neon()) return MicroKernel::kNeon;
+    if (cap >= MicroKernel::kAvx512 && detail::cpu_supports_avx512f()) return MicroKernel::kAvx512;
+    if (cap >= MicroKernel::kAvx2Fma && detail::cpu_supports_avx2_fma()) return MicroKernel::kAvx2Fma;
+    return MicroKernel::kPortable;
+  }();
+  return level;
+}
+
+MicroKernel active_level() {
+  const int forced = g_forced.load(std::memory_order_relaxed);
+  return forced == kForcedNone ? best_level() : static_cast<MicroKernel>(forced);
 }
 
 struct Job {
   detail::MicroKernelFn micro;
   detail::MicroKernelPairFn micro_pair;
+  bool avx512;  // the AVX-512 block kernel instead of micro / micro_pair
   int64_t m, n, k;
   const float* pa;
   const float* pb;
@@ -117,10 +179,44 @@ struct Job {
   int64_t ldc;
   const float* row_bias;
   bool accumulate;
+  const Epilogue* epilogue;  // null: none
   int64_t m_panels, n_panels;
   int64_t row_block, col_block;  // panels per task
   int64_t col_tasks;
 };
+
+// The AVX-512 path: blocks of up to 2 A panels by 4 B panels, written to C
+// by the kernel itself. k blocks are shorter than kKC so that the 4 B panels
+// (kKCBlock x 32 floats, 16 KiB) stay in L1 beside the A panels streaming
+// through.
+constexpr int64_t kKCBlock = 128;
+
+void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t jp1) {
+  for (int64_t k0 = 0; k0 < job.k; k0 += kKCBlock) {
+    const int64_t kc = std::min(kKCBlock, job.k - k0);
+    const bool add = job.accumulate || k0 > 0;
+    const Epilogue* epi = k0 + kc == job.k ? job.epilogue : nullptr;
+    for (int64_t jp = jp0; jp < jp1; jp += 4) {
+      const int64_t nb = std::min<int64_t>(4, jp1 - jp);
+      const float* b[4];
+      for (int64_t q = 0; q < 4; ++q) {
+        b[q] = job.pb + (jp + std::min(q, nb - 1)) * job.k * kNR + k0 * kNR;
+      }
+      const int64_t j = jp * kNR;
+      const int64_t cols = std::min(nb * kNR, job.n - j);
+      const int nz = nb > 2 ? 2 : 1;
+      for (int64_t ip = ip0; ip < ip1; ip += 2) {
+        const int na = ip + 1 < ip1 ? 2 : 1;
+        const int64_t i = ip * kMR;
+        const float* a0 = job.pa + ip * job.k * kMR + k0 * kMR;
+        const int64_t rows = std::min(na * kMR, job.m - i);
+        detail::block_kernel_avx512(na, nz, kc, a0, na == 2 ? a0 + job.k * kMR : a0, b,
+                                    job.c + i * job.ldc + j, job.ldc, rows, cols,
+                                    job.row_bias ? job.row_bias + i : nullptr, add, epi);
+      }
+    }
+  }
+}
 
 void run_task(const Job& job, int64_t task) {
   const int64_t rb = task / job.col_tasks;
@@ -129,18 +225,24 @@ void run_task(const Job& job, int64_t task) {
   const int64_t ip1 = std::min(job.m_panels, ip0 + job.row_block);
   const int64_t jp0 = cb * job.col_block;
   const int64_t jp1 = std::min(job.n_panels, jp0 + job.col_block);
+  if (job.avx512) {
+    run_blocks(job, ip0, ip1, jp0, jp1);
+    return;
+  }
   alignas(64) float acc[2][kMR * kNR];
   for (int64_t k0 = 0; k0 < job.k; k0 += kKC) {
     const int64_t kc = std::min(kKC, job.k - k0);
     const bool add = job.accumulate || k0 > 0;
+    const Epilogue* epi = k0 + kc == job.k ? job.epilogue : nullptr;
     for (int64_t jp = jp0; jp < jp1; ++jp) {
       const float* b = job.pb + jp * job.k * kNR + k0 * kNR;
       const int64_t j = jp * kNR;
       const int64_t cols = std::min(kNR, job.n - j);
       auto store = [&](const float* tile, int64_t ip) {
         const int64_t i = ip * kMR;
-        store_tile(tile, job.c + i * job.ldc + j, job.ldc, std::min(kMR, job.m - i), cols,
-                   job.row_bias ? job.row_bias + i : nullptr, add);
+        const int64_t rows = std::min(kMR, job.m - i);
+        store_tile(tile, job.c + i * job.ldc + j, job.ldc, rows, cols,
+                   job.row_bias ? job.row_bias + i : nullptr, add, epi);
       };
       int64_t ip = ip0;
       if (job.micro_pair) {
@@ -215,18 +317,28 @@ void pack_b(const float* b, int64_t row_stride, int64_t col_stride, int64_t k, i
 
 void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const float* packed_b,
                  float* c, int64_t ldc, const float* row_bias, bool accumulate,
-                 ThreadPool* pool) {
+                 ThreadPool* pool, const Epilogue* epilogue) {
   if (m <= 0 || n <= 0) return;
+  if (epilogue && epilogue->kind == Epilogue::kNone) epilogue = nullptr;
   if (k <= 0) {
-    if (accumulate) return;
-    for (int64_t i = 0; i < m; ++i) {
-      const float v = row_bias ? row_bias[i] : 0.0f;
-      std::fill(c + i * ldc, c + i * ldc + n, v);
+    if (!accumulate) {
+      for (int64_t i = 0; i < m; ++i) {
+        const float v = row_bias ? row_bias[i] : 0.0f;
+        std::fill(c + i * ldc, c + i * ldc + n, v);
+      }
     }
+    if (epilogue) apply_epilogue(*epilogue, c, ldc, m, n);
     return;
   }
-  Job job{active_micro_kernel(), active_pair_kernel(), m, n, k, packed_a, packed_b, c, ldc,
-          row_bias, accumulate, 0, 0, 0, 0, 0};
+  const MicroKernel level = active_level();
+  Job job{level == MicroKernel::kPortable ? micro_kernel
+          : level == MicroKernel::kNeon    ? detail::micro_kernel_neon
+                                           : detail::micro_kernel_avx2,
+          level == MicroKernel::kAvx2Fma ? detail::micro_kernel_avx2_x2
+          : level == MicroKernel::kNeon  ? detail::micro_kernel_neon_x2
+                                         : nullptr,
+          level == MicroKernel::kAvx512, m, n, k, packed_a, packed_b, c, ldc,
+          row_bias, accumulate, epilogue, 0, 0, 0, 0, 0};
   job.m_panels = (m + kMR - 1) / kMR;
   job.n_panels = (n + kNR - 1) / kNR;
   job.row_block = std::min(job.m_panels, kMCPanels);
@@ -257,11 +369,19 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const f
   }
 }
 
-MicroKernel micro_kernel_in_use() {
-  return active_micro_kernel() == detail::micro_kernel_avx2 ? MicroKernel::kAvx2Fma
-                                                             : MicroKernel::kPortable;
+MicroKernel micro_kernel_in_use() { return active_level(); }
+
+void force_portable_micro_kernel(bool portable) {
+  g_forced.store(portable ? static_cast<int>(MicroKernel::kPortable) : kForcedNone);
 }
 
-void force_portable_micro_kernel(bool portable) { g_force_portable.store(portable); }
+bool force_micro_kernel(MicroKernel kernel) {
+  const bool have = kernel == MicroKernel::kPortable ||
+                    (kernel == MicroKernel::kAvx2Fma && detail::cpu_supports_avx2_fma()) ||
+                    (kernel == MicroKernel::kAvx512 && detail::cpu_supports_avx512f()) ||
+                    (kernel == MicroKernel::kNeon && detail::cpu_has_neon());
+  if (have) g_forced.store(static_cast<int>(kernel));
+  return have;
+}
 
 }  // namespace kite::cpu::sgemm

@@ -27,19 +27,39 @@ void pack_a(const float* a, int64_t row_stride, int64_t col_stride, int64_t m, i
 void pack_b(const float* b, int64_t row_stride, int64_t col_stride, int64_t k, int64_t n,
             float* packed, ThreadPool* pool);
 
+// An activation applied to each tile of C in the store of its last k block
+// (in registers on the AVX-512 level, in the copy from the tile buffer on
+// the others), instead of a second pass over C.
+// kRelu: x > 0 ? x : 0 (NaN gives 0); kClip: min then max against lo / hi
+// as ONNX Clip (NaN passes). The same formulas as the fused activations'
+// (fused_common.cpp), so both give the same bits.
+struct Epilogue {
+  enum Kind { kNone, kRelu, kClip };
+  Kind kind = kNone;
+  float lo = 0.0f, hi = 0.0f;
+};
+
 // C(i, j) = c[i * ldc + j] gets A*B (+ row_bias[i] when given), or, with
-// accumulate, C += A*B. pool null: runs on the calling thread.
+// accumulate, C += A*B; then the epilogue, when given. pool null: runs on
+// the calling thread.
 void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const float* packed_b,
                  float* c, int64_t ldc, const float* row_bias, bool accumulate,
-                 ThreadPool* pool);
+                 ThreadPool* pool, const Epilogue* epilogue = nullptr);
 
-// The micro-kernel in use: the portable one, or one the processor offers
-// (AVX2+FMA on x86-64, chosen once at first use).
-enum class MicroKernel { kPortable, kAvx2Fma };
+// The micro-kernel in use: the portable one, or the best one the processor
+// offers (AVX-512F, else AVX2+FMA on x86-64; NEON on AArch64), chosen once at
+// first use. KITE_CPU_SGEMM=portable|avx2|avx512 in the environment caps the
+// choice (for A/B measurements; a level the CPU lacks is not used; on
+// AArch64 only "portable" changes anything).
+enum class MicroKernel { kPortable, kAvx2Fma, kAvx512, kNeon };
 MicroKernel micro_kernel_in_use();
 // Tests only: run the portable kernel (true) or the best available (false).
 // Not thread-safe against running GEMMs.
 void force_portable_micro_kernel(bool portable);
+// Tests only: run this kernel until the next force_*; false (and nothing
+// changes) when the processor lacks it. force_portable_micro_kernel(false)
+// goes back to the best available.
+bool force_micro_kernel(MicroKernel kernel);
 
 namespace detail {
 // acc (kMR x kNR, row-major) = A panel (kc x kMR) * B panel (kc x kNR).
@@ -50,6 +70,19 @@ void micro_kernel_avx2(int64_t kc, const float* a, const float* b, float* acc);
 using MicroKernelPairFn = void (*)(int64_t kc, const float* a0, const float* a1, const float* b,
                                    float* acc0, float* acc1);
 void micro_kernel_avx2_x2(int64_t kc, const float* a0, const float* a1, const float* b,
+                          float* acc0, float* acc1);
+// AVX-512F: a block of na (1 or 2) A panels by 2 * nz (nz = 1 or 2) B panels,
+// b[0..2*nz-1]; a B panel past the end may alias another, since its columns
+// are past cols. Writes rows x cols of C: C = A*B (+ row_bias[i]), or with
+// add, C += A*B; then the epilogue (null: none) in the registers.
+bool cpu_supports_avx512f();
+void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const float* a1,
+                         const float* const* b, float* c, int64_t ldc, int64_t rows,
+                         int64_t cols, const float* row_bias, bool add, const Epilogue* epilogue);
+// AArch64 Advanced SIMD (sgemm_neon.cpp); stubs elsewhere.
+bool cpu_has_neon();
+void micro_kernel_neon(int64_t kc, const float* a, const float* b, float* acc);
+void micro_kernel_neon_x2(int64_t kc, const float* a0, const float* a1, const float* b,
                           float* acc0, float* acc1);
 }  // namespace detail
 

@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "kernels.h"
+#include "softmax_neon.h"
 
 namespace kite::cpu {
 namespace {
@@ -50,6 +51,10 @@ class SoftmaxKernel : public Kernel {
   }
 
   void contiguous(const float* x, float* y) const {
+#if defined(__aarch64__)
+    neon::softmax_contiguous(x, y, len_, log_);
+    return;
+#endif
     float max = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < len_; ++j) max = std::max(max, x[j]);
     float sum = 0.0f;

@@ -77,7 +77,7 @@ class VariadicKernel : public Kernel {
 };
 
 template <typename T>
-std::unique_ptr<Kernel> make(const KernelArgs& args, Kind kind, std::string* err) {
+std::unique_ptr<Kernel> make(const KernelArgs& args, Kind kind) {
   const OpNode& op = *args.op;
   const Shape out = output_shape(args, 0);
   std::vector<size_t> order;
@@ -86,15 +86,11 @@ std::unique_ptr<Kernel> make(const KernelArgs& args, Kind kind, std::string* err
   std::stable_partition(order.begin(), order.end(), [&](size_t i) {
     return args.input_data(static_cast<int>(i)) == args.output_data(0);
   });
+  // Every input broadcasts to the output: the op rule checked it before prepare.
   std::vector<BroadcastPlan> plans;
   std::vector<const T*> inputs;
-  Shape joined;
   for (size_t i : order) {
-    const Shape& s = op.inputs[i].shape;
-    if (!kite::ops::broadcast_shapes(s, out, &joined) || joined != out) {
-      return prepare_error(err, op, input_label(op, i) + " does not broadcast to the output shape");
-    }
-    plans.push_back(make_broadcast_plan(out, {&s}));
+    plans.push_back(make_broadcast_plan(out, {&op.inputs[i].shape}));
     inputs.push_back(static_cast<const T*>(args.input_data(static_cast<int>(i))));
   }
   return std::make_unique<VariadicKernel<T>>(kind, std::move(plans), std::move(inputs),
@@ -114,16 +110,16 @@ std::string check_variadic(const OpNode& op) {
   return expect_dtype(op, 0, {KITE_DTYPE_FLOAT32, KITE_DTYPE_INT32, KITE_DTYPE_INT64});
 }
 
-std::unique_ptr<Kernel> prepare_variadic(const KernelArgs& args, std::string* err) {
+std::unique_ptr<Kernel> prepare_variadic(const KernelArgs& args, std::string* /*err*/) {
   const OpNode& op = *args.op;
   const Kind kind = op.op == "Max" ? Kind::kMax
                     : op.op == "Min" ? Kind::kMin
                     : op.op == "Sum" ? Kind::kSum
                                      : Kind::kMean;
   switch (op.inputs[0].dtype) {
-    case KITE_DTYPE_INT32: return make<int32_t>(args, kind, err);
-    case KITE_DTYPE_INT64: return make<int64_t>(args, kind, err);
-    default: return make<float>(args, kind, err);
+    case KITE_DTYPE_INT32: return make<int32_t>(args, kind);
+    case KITE_DTYPE_INT64: return make<int64_t>(args, kind);
+    default: return make<float>(args, kind);
   }
 }
 

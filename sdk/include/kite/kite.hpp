@@ -75,6 +75,36 @@ class SessionOptions {
     check(kite_session_options_set_threads(handle_.get(), n));
     return *this;
   }
+  SessionOptions& backend_path(const std::string& paths) {
+    check(kite_session_options_set_backend_path(handle_.get(), paths.c_str()));
+    return *this;
+  }
+  SessionOptions& backend_option(const std::string& backend, const std::string& key,
+                                 const std::string& value) {
+    check(kite_session_options_set_backend_option(handle_.get(), backend.c_str(), key.c_str(),
+                                                  value.c_str()));
+    return *this;
+  }
+  SessionOptions& device_index(const std::string& backend, int32_t index) {
+    check(kite_session_options_set_device_index(handle_.get(), backend.c_str(), index));
+    return *this;
+  }
+  SessionOptions& external_queue(const std::string& backend, void* queue) {
+    check(kite_session_options_set_external_queue(handle_.get(), backend.c_str(), queue));
+    return *this;
+  }
+  SessionOptions& precision(uint32_t flags) {
+    check(kite_session_options_set_precision(handle_.get(), flags));
+    return *this;
+  }
+  SessionOptions& cache_dir(const std::string& dir) {
+    check(kite_session_options_set_cache_dir(handle_.get(), dir.c_str()));
+    return *this;
+  }
+  SessionOptions& profiling(bool on) {
+    check(kite_session_options_set_profiling(handle_.get(), on ? 1 : 0));
+    return *this;
+  }
   const kite_session_options* get() const { return handle_.get(); }
 
  private:
@@ -117,6 +147,8 @@ class Session {
     set_input(name, values.data(), values.size() * sizeof(T));
   }
   void run() { check(kite_session_run(handle_.get())); }
+  void run_async() { check(kite_session_run_async(handle_.get())); }
+  void wait() { check(kite_session_wait(handle_.get())); }
   template <typename T>
   std::vector<T> output(const std::string& name) const {
     int32_t index = -1;

@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "kite/converter/ir.h"
-#include "memory/budget.h"
+#include "kite/converter/memory_stats.h"
+#include "kite/converter/precision.h"
 
 namespace kite::converter {
 
@@ -22,6 +23,11 @@ struct ConvertOptions {
   // arena budget met by recomputing cheap tensors (0: no budget).
   bool allow_aliasing = true;
   uint64_t memory_budget = 0;
+  // Budget relative to the unbudgeted plan's lower bound (0.6: 60% of it);
+  // used when memory_budget is 0 and this is > 0.
+  double memory_budget_ratio = 0;
+  // Half precision (kite/converter/precision.h): fp32 (default), fp16, mixed.
+  PrecisionOptions precision;
 };
 
 // What one optimizer pass did over the whole pipeline run.
@@ -52,7 +58,13 @@ struct ConvertReport {
   std::map<std::string, int> fusions;  // fused pattern -> count
   uint64_t folded_weight_bytes = 0;    // bytes of constants the optimizer wrote
   kite::memory::PlanStats memory;      // in-place and view savings
-  kite::memory::BudgetReport budget;   // when ConvertOptions::memory_budget > 0
+  kite::memory::BudgetReport budget;   // when a memory budget (bytes or ratio) is set
+  PrecisionReport precision;           // each node's precision and why
+  // When convert_onnx_file fails: the step that failed, so that callers can
+  // map it to a status: "support" (ops, dtypes or attributes Kite does not
+  // support, found while importing or when checking the CPU kernels),
+  // "import" (malformed ONNX), "shapes", "optimize", "precision", "memory".
+  std::string failed_step;
 };
 
 // Imports, infers shapes, optimizes, plans memory. On failure err names what
@@ -60,8 +72,21 @@ struct ConvertReport {
 bool convert_onnx_file(const std::string& onnx_path, const ConvertOptions& options,
                        ir::Model* out, ConvertReport* report, std::string* err);
 
+// The machine-readable report (kite-convert --report, kite_convert_file): one
+// JSON object; its keys are described in docs/FUSIONS.md.
+std::string report_to_json(const std::string& onnx_path, const std::string& kite_path,
+                           int opt_level, const ir::Model& model, const ConvertReport& report,
+                           uint64_t file_bytes);
+
+// False, with err saying by how much, when options.memory_budget was set and
+// the converted model's arena does not fit it (nothing should be written).
+bool check_memory_budget(const ConvertOptions& options, const ir::Model& model,
+                         const ConvertReport& report, std::string* err);
+
 // Makes graph outputs real arena tensors: an output that is a constant or a
-// graph input gets an Identity node copying it.
+// graph input gets an Identity node copying it. An unused node output
+// before a used one (LSTM's Y when only Y_h is read) gets a tensor of its
+// own, since a .kite node may leave off trailing outputs only.
 void materialize_outputs(ir::Model* model);
 
 }  // namespace kite::converter

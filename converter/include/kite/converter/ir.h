@@ -9,11 +9,13 @@
 #include <vector>
 
 #include "kite/kite.h"
+#include "kite/ops/attr.h"
 #include "kite/ops/op_node.h"
+#include "kite/ops/tensor_kind.h"
 
 namespace kite::ir {
 
-enum class TensorKind : int8_t { Activation = 0, Input = 1, Output = 2, Constant = 3, Scratch = 4 };
+using TensorKind = kite::ops::TensorKind;
 
 struct Tensor {
   std::string name;
@@ -39,7 +41,18 @@ struct Node {
   std::string fused_pattern;  // non-empty for fused nodes
   std::vector<Node> body;     // primitive nodes a fused node replaced
 
+  // Attribute readers (kite/ops/attr.h): the fallback when the attribute is
+  // absent or has another type.
   const Attr* find_attr(const std::string& attr_name) const;
+  int64_t attr_int(const std::string& attr_name, int64_t fallback) const;
+  float attr_float(const std::string& attr_name, float fallback) const;
+  std::string attr_string(const std::string& attr_name, const std::string& fallback) const;
+  std::vector<int64_t> attr_ints(const std::string& attr_name,
+                                 const std::vector<int64_t>& fallback) const;
+  // True if an attribute holds a subgraph (If's branches).
+  bool has_subgraph() const;
+  // "Conv 'layer1.0.conv1'" for messages (kite::ops::node_label).
+  std::string label() const { return kite::ops::node_label(op, name); }
 };
 
 struct Graph {
@@ -67,9 +80,15 @@ struct Model {
 
   int add_tensor(Tensor t);
   int find_tensor(const std::string& name) const;  // -1 if none
+  // A name no tensor has yet: base, else base_1, base_2, ...
+  std::string unused_tensor_name(const std::string& base) const;
   Graph& main() { return graphs.at(0); }
   const Graph& main() const { return graphs.at(0); }
 };
+
+// "1x?x224": a shape whose unknown dims are -1 (a declared shape before
+// inference); "scalar" for rank 0.
+std::string declared_shape_string(const std::vector<int64_t>& dims);
 
 // Builds the shared op description of a node (for shape inference and for
 // evaluating it with the CPU kernels).

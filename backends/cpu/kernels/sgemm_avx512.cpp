@@ -1,0 +1,173 @@
+// The SGEMM block kernel for x86-64 processors with AVX-512F, chosen at run
+// time (sgemm.cpp asks cpu_supports_avx512f()).
+//
+// Same packed layouts as the other kernels (A panels of kMR = 6 rows, B
+// panels of kNR = 8 columns, k outermost), so packing, im2col and every
+// caller stay as they are: a 512-bit row of the block is the same k row of
+// two neighbouring B panels, one 256-bit load each. A block is up to 2 A
+// panels (12 rows) by up to 4 B panels (32 columns): 24 accumulators of the
+// 32 registers; per k step, 12 broadcasts and 4 half loads feed 24 FMAs of
+// 16 floats (the AVX2 pair kernel: 13 loads for 12 FMAs of 8 floats).
+//
+// The result goes straight from the registers to C: tails are masked
+// stores, and the row bias or the accumulation into C happens in the same
+// pass (the other kernels write a tile to a buffer that store_tile copies).
+//
+// The instructions are enabled by a pragma after the includes rather than by
+// -mavx512f on the whole file: an inline function from a header compiled
+// with AVX-512 could be the copy the linker keeps, and then run on a CPU
+// without it.
+#include <cstdint>
+
+#include "sgemm.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+namespace kite::cpu::sgemm::detail {
+
+bool cpu_supports_avx512f() {
+  __builtin_cpu_init();
+  // libgcc and compiler-rt report avx512f only when the OS saves the zmm state.
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+}
+
+}  // namespace kite::cpu::sgemm::detail
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+#endif
+
+namespace kite::cpu::sgemm::detail {
+namespace {
+
+static_assert(kMR == 6 && kNR == 8, "the AVX-512 kernel is written for 6x8 panels");
+
+// Row p of two B panels side by side: columns 0-7 from lo, 8-15 from hi.
+inline __m512 load_pair(const float* lo, const float* hi) {
+  // Masked forms with all-ones masks: the unmasked insert (and the cast and
+  // zero-extend built on it) passes an undefined operand that GCC 12 warns
+  // about. The compiler emits one load and one vinsertf64x4 all the same.
+  constexpr __mmask8 kAll = 0xFF;
+  const __m512d zero = _mm512_setzero_pd();
+  const __m512d l = _mm512_mask_insertf64x4(zero, kAll, zero, _mm256_castps_pd(_mm256_loadu_ps(lo)), 0);
+  return _mm512_castpd_ps(
+      _mm512_mask_insertf64x4(l, kAll, l, _mm256_castps_pd(_mm256_loadu_ps(hi)), 1));
+}
+
+inline __mmask16 column_mask(int64_t left) {
+  return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+}
+
+// NA A panels (1 or 2) by NZ pairs of B panels (1 or 2).
+template <int NA, int NZ>
+void block(int64_t kc, const float* a0, const float* a1, const float* const* b, float* c,
+           int64_t ldc, int64_t rows, int64_t cols, const float* row_bias, bool add,
+           const Epilogue* epi) {
+  constexpr int R = NA * static_cast<int>(kMR);
+  __m512 acc[R][NZ];
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+    for (int z = 0; z < NZ; ++z) acc[r][z] = _mm512_setzero_ps();
+  }
+  const float* b0 = b[0];
+  const float* b1 = b[1];
+  const float* b2 = b[NZ == 2 ? 2 : 0];
+  const float* b3 = b[NZ == 2 ? 3 : 1];
+  for (int64_t p = 0; p < kc; ++p) {
+    __m512 bv[NZ];
+    bv[0] = load_pair(b0, b1);
+    if constexpr (NZ == 2) bv[1] = load_pair(b2, b3);
+    b0 += kNR;
+    b1 += kNR;
+    b2 += kNR;
+    b3 += kNR;
+#pragma GCC unroll 6
+    for (int r = 0; r < static_cast<int>(kMR); ++r) {
+      const __m512 av = _mm512_set1_ps(a0[r]);
+#pragma GCC unroll 2
+      for (int z = 0; z < NZ; ++z) acc[r][z] = _mm512_fmadd_ps(av, bv[z], acc[r][z]);
+    }
+    a0 += kMR;
+    if constexpr (NA == 2) {
+#pragma GCC unroll 6
+      for (int r = 0; r < static_cast<int>(kMR); ++r) {
+        const __m512 av = _mm512_set1_ps(a1[r]);
+#pragma GCC unroll 2
+        for (int z = 0; z < NZ; ++z) {
+          acc[kMR + r][z] = _mm512_fmadd_ps(av, bv[z], acc[kMR + r][z]);
+        }
+      }
+      a1 += kMR;
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) {
+    if (r >= rows) break;
+    float* cr = c + r * ldc;
+#pragma GCC unroll 2
+    for (int z = 0; z < NZ; ++z) {
+      const int64_t left = cols - 16 * z;
+      if (left <= 0) break;
+      const __mmask16 m = column_mask(left);
+      __m512 v = acc[r][z];
+      if (add) {
+        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, cr + 16 * z));
+      } else if (row_bias) {
+        v = _mm512_add_ps(v, _mm512_set1_ps(row_bias[r]));
+      }
+      if (epi) {
+        // maxps(a, b) = a > b ? a : b, minps(a, b) = a < b ? a : b (b when
+        // either is NaN): Relu x > 0 ? x : 0, Clip (x < lo ? lo : x) then
+        // (hi < v ? hi : v), the scalar formulas bit for bit.
+        // (Zero-masked forms with all-ones masks: the plain ones pass an
+        // undefined operand GCC 12 warns about, as in load_pair.)
+        constexpr __mmask16 kAll = 0xFFFF;
+        if (epi->kind == Epilogue::kRelu) {
+          v = _mm512_maskz_max_ps(kAll, v, _mm512_setzero_ps());
+        } else if (epi->kind == Epilogue::kClip) {
+          v = _mm512_maskz_max_ps(kAll, _mm512_set1_ps(epi->lo), v);
+          v = _mm512_maskz_min_ps(kAll, _mm512_set1_ps(epi->hi), v);
+        }
+      }
+      _mm512_mask_storeu_ps(cr + 16 * z, m, v);
+    }
+  }
+}
+
+}  // namespace
+
+void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const float* a1,
+                         const float* const* b, float* c, int64_t ldc, int64_t rows,
+                         int64_t cols, const float* row_bias, bool add, const Epilogue* epi) {
+  if (na == 2) {
+    if (nz == 2) return block<2, 2>(kc, a0, a1, b, c, ldc, rows, cols, row_bias, add, epi);
+    return block<2, 1>(kc, a0, a1, b, c, ldc, rows, cols, row_bias, add, epi);
+  }
+  if (nz == 2) return block<1, 2>(kc, a0, a1, b, c, ldc, rows, cols, row_bias, add, epi);
+  return block<1, 1>(kc, a0, a1, b, c, ldc, rows, cols, row_bias, add, epi);
+}
+
+}  // namespace kite::cpu::sgemm::detail
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#else
+
+namespace kite::cpu::sgemm::detail {
+
+bool cpu_supports_avx512f() { return false; }
+void block_kernel_avx512(int, int, int64_t, const float*, const float*, const float* const*, float*,
+                         int64_t, int64_t, int64_t, const float*, bool, const Epilogue*) {}
+
+}  // namespace kite::cpu::sgemm::detail
+
+#endif

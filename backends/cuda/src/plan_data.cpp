@@ -1,0 +1,371 @@
+// Data movement: copies (Reshape and friends), Transpose, Concat, Split,
+// Slice, Expand (strided copies), Gather, Pad and Resize.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+
+#include "kite/ops/resolve.h"
+#include "plan_util.h"
+
+namespace kite::cuda {
+
+namespace {
+
+size_t elem_size(const NodeView& n, size_t input) { return kite::ops::dtype_size(n.op.inputs[input].dtype); }
+
+std::string word_sized(const NodeView& n, size_t input) {
+  const size_t e = elem_size(n, input);
+  if (e == 1 || e == 2 || e == 4 || e == 8) return "";
+  return input_label(n, input) + " has dtype " + kite::ops::dtype_name(n.op.inputs[input].dtype) +
+         ", which the CUDA copy kernels do not take";
+}
+
+}  // namespace
+
+std::string plan_copy(const NodeView& n, const PlanContext&, Kernel* k) {
+  if (!n.op.has_input(0) || n.outputs.empty() || !n.out(0)) return "needs an input and an output";
+  if (n.in(0)->byte_size != n.out(0)->byte_size) return "input and output sizes differ";
+  add_copy(k, n.in(0), 0, n.out(0), 0, n.in(0)->byte_size);
+  return "";
+}
+
+std::string plan_transpose(const NodeView& n, const PlanContext&, Kernel* k) {
+  std::string why = word_sized(n, 0);
+  if (!why.empty()) return why;
+  const Shape& in = n.in_shape(0);
+  const int64_t rank = static_cast<int64_t>(in.size());
+  Shape perm = n.op.attr_ints("perm", {});
+  if (perm.empty()) {
+    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+  }
+  if (static_cast<int64_t>(perm.size()) != rank) return "perm has the wrong length";
+  const Shape in_strides = strides_of(in);
+  Shape out_shape, src;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank) return "perm entry out of range";
+    out_shape.push_back(in[static_cast<size_t>(p)]);
+    src.push_back(in_strides[static_cast<size_t>(p)]);
+  }
+  return add_strided_copy(k, n.in(0), 0, n.out(0), 0, out_shape, src, strides_of(out_shape), elem_size(n, 0));
+}
+
+std::string plan_concat(const NodeView& n, const PlanContext&, Kernel* k) {
+  if (n.op.inputs.empty()) return "needs inputs";
+  const Shape& out = n.out_shape(0);
+  const int64_t axis = normalize_axis(n.op.attr_int("axis", 0), static_cast<int64_t>(out.size()));
+  if (axis < 0) return "axis is out of range";
+  const Shape out_strides = strides_of(out);
+  const size_t es = kite::ops::dtype_size(n.outputs[0].dtype);
+  int64_t start = 0;
+  for (size_t i = 0; i < n.op.inputs.size(); ++i) {
+    if (!n.op.has_input(i)) return "an input is missing";
+    std::string why = word_sized(n, i);
+    if (!why.empty()) return why;
+    const Shape& s = n.in_shape(i);
+    const uint64_t extra = static_cast<uint64_t>(start * out_strides[static_cast<size_t>(axis)]) * es;
+    why = add_strided_copy(k, n.in(i), 0, n.out(0), extra, s, strides_of(s), out_strides, es);
+    if (!why.empty()) return why;
+    start += s[static_cast<size_t>(axis)];
+  }
+  if (start != out[static_cast<size_t>(axis)]) return "the inputs do not fill the output along the axis";
+  return "";
+}
+
+std::string plan_split(const NodeView& n, const PlanContext&, Kernel* k) {
+  std::string why = word_sized(n, 0);
+  if (!why.empty()) return why;
+  const Shape& in = n.in_shape(0);
+  const int64_t axis = normalize_axis(n.op.attr_int("axis", 0), static_cast<int64_t>(in.size()));
+  if (axis < 0) return "axis is out of range";
+  const Shape in_strides = strides_of(in);
+  const size_t es = elem_size(n, 0);
+  int64_t start = 0;
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    if (!n.outputs[o].present) return "an output is missing";
+    const Shape& s = n.out_shape(o);
+    if (s.size() != in.size()) return "an output's rank differs from the input's";
+    const uint64_t extra = static_cast<uint64_t>(start * in_strides[static_cast<size_t>(axis)]) * es;
+    why = add_strided_copy(k, n.in(0), extra, n.out(o), 0, s, in_strides, strides_of(s), es);
+    if (!why.empty()) return why;
+    start += s[static_cast<size_t>(axis)];
+  }
+  if (start > in[static_cast<size_t>(axis)]) return "the outputs are larger than the input along the axis";
+  return "";
+}
+
+std::string plan_slice(const NodeView& n, const PlanContext&, Kernel* k) {
+  std::string why = word_sized(n, 0);
+  if (!why.empty()) return why;
+  const Shape& in = n.in_shape(0);
+  const int64_t rank = static_cast<int64_t>(in.size());
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (n.op.inputs.size() >= 3) {
+    for (size_t i = 1; i < n.op.inputs.size(); ++i) {
+      if (!n.op.has_input(i)) continue;
+      why = expect_constant(n, i, i == 1 ? "starts" : i == 2 ? "ends" : i == 3 ? "axes" : "steps");
+      if (!why.empty()) return why;
+    }
+    starts = constant_ints(n.op.inputs[1]);
+    ends = constant_ints(n.op.inputs[2]);
+    if (n.op.has_input(3)) axes = constant_ints(n.op.inputs[3]);
+    if (n.op.has_input(4)) steps = constant_ints(n.op.inputs[4]);
+  } else {
+    starts = n.op.attr_ints("starts", {});
+    ends = n.op.attr_ints("ends", {});
+    axes = n.op.attr_ints("axes", {});
+  }
+  if (starts.size() != ends.size()) return "starts and ends differ in length";
+  if (axes.empty()) {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size()) return "starts, ends, axes and steps differ in length";
+  Shape first(in.size(), 0), step(in.size(), 1);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t a = normalize_axis(axes[i], rank);
+    if (a < 0) return "axes entry is out of range";
+    const int64_t d = in[static_cast<size_t>(a)];
+    const int64_t t = steps[i];
+    if (t == 0) return "a step is 0";
+    int64_t s = starts[i];
+    if (s < 0) s += d;
+    s = t > 0 ? std::min(std::max<int64_t>(s, 0), d) : std::min(std::max<int64_t>(s, 0), d - 1);
+    first[static_cast<size_t>(a)] = s;
+    step[static_cast<size_t>(a)] = t;
+  }
+  const Shape& out = n.out_shape(0);
+  if (out.size() != in.size()) return "output rank differs from the input's";
+  const Shape in_strides = strides_of(in);
+  Shape src(in.size());
+  uint64_t extra = 0;
+  for (size_t d = 0; d < in.size(); ++d) {
+    // Every output index along d reads first + i * step, inside the input.
+    if (out[d] > 0) {
+      const int64_t last = first[d] + (out[d] - 1) * step[d];
+      if (first[d] < 0 || first[d] >= in[d] || last < 0 || last >= in[d]) return "the slice reads outside its input";
+    }
+    extra += static_cast<uint64_t>(first[d] * in_strides[d]) * elem_size(n, 0);
+    src[d] = in_strides[d] * step[d];
+  }
+  return add_strided_copy(k, n.in(0), extra, n.out(0), 0, out, src, strides_of(out), elem_size(n, 0));
+}
+
+std::string plan_expand(const NodeView& n, const PlanContext&, Kernel* k) {
+  std::string why = word_sized(n, 0);
+  if (!why.empty()) return why;
+  const Shape& in = n.in_shape(0);
+  const Shape& out = n.out_shape(0);
+  if (in.size() > out.size()) return "the input has more dims than the output";
+  Shape src(out.size(), 0);
+  const Shape in_strides = strides_of(in);
+  for (size_t k2 = 0; k2 < in.size(); ++k2) {
+    const size_t d = in.size() - 1 - k2, o = out.size() - 1 - k2;
+    if (in[d] != 1 && in[d] != out[o]) return "the input does not broadcast to the output";
+    src[o] = in[d] == 1 ? 0 : in_strides[d];
+  }
+  return add_strided_copy(k, n.in(0), 0, n.out(0), 0, out, src, strides_of(out), elem_size(n, 0));
+}
+
+std::string plan_gather(const NodeView& n, const PlanContext&, Kernel* k) {
+  if (n.op.inputs.size() != 2 || !n.op.has_input(1)) return "expects data and indices";
+  std::string why = expect_dtype(n, 1, {KITE_DTYPE_INT32, KITE_DTYPE_INT64});
+  if (!why.empty()) return why;
+  const Shape& data = n.in_shape(0);
+  const int64_t axis = normalize_axis(n.op.attr_int("axis", 0), static_cast<int64_t>(data.size()));
+  if (axis < 0) return "axis is out of range";
+  const size_t es = elem_size(n, 0);
+  if (es == 0) return input_label(n, 0) + " has no element size";
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= data[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < data.size(); ++d) inner *= data[d];
+  const int64_t count = numel(n.in_shape(1));
+  const int64_t total_bytes = outer * count * inner * static_cast<int64_t>(es);
+  if (total_bytes >= (int64_t{1} << 31)) return "the output has 2^31 bytes or more";
+  using kite_cuda::GatherParams;
+  GatherParams p{};
+  p.outer = static_cast<int32_t>(outer);
+  p.axis_dim = static_cast<int32_t>(data[static_cast<size_t>(axis)]);
+  p.inner_bytes = static_cast<int32_t>(inner * static_cast<int64_t>(es));
+  p.count = static_cast<int32_t>(count);
+  p.index_is_64 = n.op.inputs[1].dtype == KITE_DTYPE_INT64;
+  p.node = n.node->index;
+  if (total_bytes == 0) return "";
+  add_launch(k, KernelId::kite_gather, p,
+             {{offsetof(GatherParams, data), tensor_operand(n.in(0))},
+              {offsetof(GatherParams, indices), tensor_operand(n.in(1))},
+              {offsetof(GatherParams, y), tensor_operand(n.out(0))},
+              {offsetof(GatherParams, status), workspace_operand(0)}},
+             blocks_for(total_bytes), 1, 1, kite_cuda::kBlock);
+  k->uses_status = true;
+  return "";
+}
+
+std::string plan_pad(const NodeView& n, const PlanContext&, Kernel* k) {
+  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32});
+  if (!why.empty()) return why;
+  const Shape& in = n.in_shape(0);
+  const int64_t rank = static_cast<int64_t>(in.size());
+  const std::string mode = n.op.attr_string("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge") return "Pad mode '" + mode + "' is not supported on CUDA";
+  std::vector<int64_t> pads;
+  float value = n.op.attr_float("value", 0.0f);
+  if (n.op.has_input(1)) {
+    why = expect_constant(n, 1, "pads");
+    if (!why.empty()) return why;
+    pads = constant_ints(n.op.inputs[1]);
+    if (n.op.has_input(2)) {
+      why = expect_constant(n, 2, "constant_value");
+      if (!why.empty()) return why;
+      if (n.op.inputs[2].dtype != KITE_DTYPE_FLOAT32 || numel(n.op.inputs[2].shape) != 1) return "constant_value must be one float";
+      std::memcpy(&value, n.op.inputs[2].data, 4);
+    }
+  } else {
+    pads = n.op.attr_ints("pads", {});
+  }
+  std::vector<int64_t> axes;
+  if (n.op.has_input(3)) {
+    why = expect_constant(n, 3, "axes");
+    if (!why.empty()) return why;
+    axes = constant_ints(n.op.inputs[3]);
+  } else {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  if (pads.size() != 2 * axes.size()) return "pads has the wrong length";
+  Shape begin(in.size(), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = normalize_axis(axes[i], rank);
+    if (a < 0) return "axes entry is out of range";
+    if (pads[i] < 0 || pads[i + axes.size()] < 0) return "negative pads (cropping) are not supported on CUDA";
+    begin[static_cast<size_t>(a)] = pads[i];
+  }
+  if (rank > kite_cuda::kMaxRank) return "more than 8 dims";
+  const Shape& out = n.out_shape(0);
+  using kite_cuda::PadParams;
+  PadParams p{};
+  const int64_t total = numel(out);
+  p.n = static_cast<int32_t>(total);
+  p.rank = static_cast<int32_t>(rank);
+  p.mode = mode == "constant" ? 0 : mode == "reflect" ? 1 : 2;
+  p.value = value;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (mode != "constant" && in[d] == 0 && out[d] > 0) return "cannot " + mode + "-pad an empty axis";
+    p.in_shape[d] = static_cast<int32_t>(in[d]);
+    p.out_shape[d] = static_cast<int32_t>(out[d]);
+    p.pad_begin[d] = static_cast<int32_t>(begin[d]);
+  }
+  if (total == 0) return "";
+  add_launch(k, KernelId::kite_pad, p,
+             {{offsetof(PadParams, x), tensor_operand(n.in(0))}, {offsetof(PadParams, y), tensor_operand(n.out(0))}},
+             blocks_for(total), 1, 1, kite_cuda::kBlock);
+  return "";
+}
+
+namespace {
+
+// Taps of one axis: offsets (index * stride) and weights per output index.
+struct AxisTaps {
+  int taps = 1;
+  std::vector<int32_t> offset;
+  std::vector<float> weight;
+};
+
+AxisTaps axis_taps(const ops::ResizeSampling& sampling, int64_t in_len, int64_t out_len, float scale,
+                   int64_t stride) {
+  AxisTaps m;
+  m.taps = ops::resize_taps(sampling, in_len, out_len, scale);
+  for (int64_t o = 0; o < out_len; ++o) {
+    int64_t idx[4];
+    float w[4];
+    ops::resize_tap(sampling, in_len, out_len, scale, o, idx, w);
+    for (int t = 0; t < m.taps; ++t) {
+      m.offset.push_back(static_cast<int32_t>(idx[t] * stride));
+      m.weight.push_back(w[t]);
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+std::string plan_resize(const NodeView& n, const PlanContext&, Kernel* k) {
+  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32});
+  if (!why.empty()) return why;
+  ops::ResizeSampling sampling;
+  ops::RuleError rule_err;
+  if (!ops::resize_sampling_of(n.op, &sampling, &rule_err)) return rule_err.message;
+  if (n.op.attr_int("antialias", 0) != 0) return "antialias is not supported";
+  const std::string policy = n.op.attr_string("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch") return "keep_aspect_ratio_policy '" + policy + "' is not supported on CUDA";
+  const Shape& in = n.in_shape(0);
+  const Shape& out = n.out_shape(0);
+  const int64_t rank = static_cast<int64_t>(in.size());
+  if (rank < 2 || out.size() != in.size()) return "needs at least 2 dims and an output of the same rank";
+  Shape axes = n.op.attr_ints("axes", {});
+  if (axes.empty()) {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  std::vector<float> scale(static_cast<size_t>(rank), 1.0f);
+  const bool has_scales = n.op.has_input(2) && numel(n.in_shape(2)) > 0;
+  if (has_scales) {
+    why = expect_constant(n, 2, "scales");
+    if (!why.empty()) return why;
+    if (n.op.inputs[2].dtype != KITE_DTYPE_FLOAT32 || numel(n.in_shape(2)) != static_cast<int64_t>(axes.size())) {
+      return "scales must be float32 with one value per axis";
+    }
+    const float* s = static_cast<const float*>(n.op.inputs[2].data);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t a = normalize_axis(axes[i], rank);
+      if (a < 0 || !(s[i] > 0.0f)) return "scales or axes out of range";
+      scale[static_cast<size_t>(a)] = s[i];
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d) {
+      scale[static_cast<size_t>(d)] = in[static_cast<size_t>(d)] > 0
+                                          ? static_cast<float>(out[static_cast<size_t>(d)]) / static_cast<float>(in[static_cast<size_t>(d)])
+                                          : 1.0f;
+    }
+  }
+  // The CUDA kernel resizes the last two axes; leading axes must keep
+  // their size at scale 1.
+  for (int64_t d = 0; d + 2 < rank; ++d) {
+    if (in[static_cast<size_t>(d)] != out[static_cast<size_t>(d)] || scale[static_cast<size_t>(d)] != 1.0f) {
+      return "resizing axis " + std::to_string(d) + " (the CUDA kernel resizes the last two axes only)";
+    }
+  }
+  const int64_t ih = in[static_cast<size_t>(rank - 2)], iw = in[static_cast<size_t>(rank - 1)];
+  const int64_t oh = out[static_cast<size_t>(rank - 2)], ow = out[static_cast<size_t>(rank - 1)];
+  if ((ih == 0 && oh > 0) || (iw == 0 && ow > 0)) return "cannot resize an empty axis";
+  const AxisTaps h = axis_taps(sampling, ih, oh, scale[static_cast<size_t>(rank - 2)], iw);
+  const AxisTaps w = axis_taps(sampling, iw, ow, scale[static_cast<size_t>(rank - 1)], 1);
+  Table t;
+  const size_t hb = h.offset.size() * 4, wb = w.offset.size() * 4;
+  t.bytes.resize(2 * hb + 2 * wb);
+  std::memcpy(t.bytes.data(), h.offset.data(), hb);
+  std::memcpy(t.bytes.data() + hb, h.weight.data(), hb);
+  std::memcpy(t.bytes.data() + 2 * hb, w.offset.data(), wb);
+  std::memcpy(t.bytes.data() + 2 * hb + wb, w.weight.data(), wb);
+  k->tables.push_back(std::move(t));
+  using kite_cuda::ResizeParams;
+  ResizeParams p{};
+  p.planes = static_cast<int32_t>(numel(out) / std::max<int64_t>(oh * ow, 1));
+  p.IH = static_cast<int32_t>(ih);
+  p.IW = static_cast<int32_t>(iw);
+  p.OH = static_cast<int32_t>(oh);
+  p.OW = static_cast<int32_t>(ow);
+  p.taps_h = h.taps;
+  p.taps_w = w.taps;
+  const int64_t total = numel(out);
+  if (total == 0) return "";
+  add_launch(k, KernelId::kite_resize, p,
+             {{offsetof(ResizeParams, x), tensor_operand(n.in(0))},
+              {offsetof(ResizeParams, y), tensor_operand(n.out(0))},
+              {offsetof(ResizeParams, h_offset), table_operand(0, 0)},
+              {offsetof(ResizeParams, h_weight), table_operand(0, hb)},
+              {offsetof(ResizeParams, w_offset), table_operand(0, 2 * hb)},
+              {offsetof(ResizeParams, w_weight), table_operand(0, 2 * hb + wb)}},
+             blocks_for(total), 1, 1, kite_cuda::kBlock);
+  return "";
+}
+
+}  // namespace kite::cuda

@@ -1,0 +1,111 @@
+// Helpers the plan functions share: dtype and constant checks, shapes,
+// activations of fused nodes, and the declarations of every plan function.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "kernel.h"
+#include "kite/ops/resolve.h"
+
+namespace kite::cuda {
+
+using Shape = std::vector<int64_t>;
+using kite::ops::OpNode;
+using kite::ops::TensorType;
+using abi::broadcast_strides;
+using abi::constant_ints;
+using abi::input_label;
+using kite::ops::normalize_axis;  // -1 when out of range
+
+int64_t numel(const Shape& s);
+// Row-major element strides of a shape.
+Shape strides_of(const Shape& s);
+// "" when input i is present with one of the dtypes.
+std::string expect_dtype(const NodeView& n, size_t i, std::initializer_list<kite_dtype> dtypes);
+// "" when input i is a constant whose host bytes are readable.
+std::string expect_constant(const NodeView& n, size_t i, const char* what);
+// A reduction's axes (input 1 or the attribute), not yet normalized.
+std::string reduce_axes_of(const NodeView& n, std::vector<int64_t>* axes);
+// "" when declared output k exists with this dtype and shape.
+std::string expect_output(const NodeView& n, size_t k, kite_dtype dtype, const Shape& shape);
+
+// The fused node's activation (attributes activation, activation_alpha,
+// activation_beta); the pattern must end with "+<activation>".
+// optional: absent means none.
+std::string parse_activation(const NodeView& n, bool optional, kite_cuda::Act* out);
+// The fused node as the primitive op it extends: the first num_inputs
+// inputs, its attributes without the activation ones, one output.
+OpNode primitive(const NodeView& n, const char* op_type, size_t num_inputs);
+// "" when the primitive op's rules give declared output k.
+std::string check_primitive_output(const NodeView& n, const OpNode& primitive_op, size_t k);
+
+// Launch helpers.
+void add_unary(Kernel* k, const kite_backend_tensor2* x, const kite_backend_tensor2* y, int64_t n,
+               kite_cuda::Act act);
+// y[i] = act(y[i] + bias[(i / inner) % channels]) in place (bias may be null).
+void add_bias_act(Kernel* k, const kite_backend_tensor2* y, const kite_backend_tensor2* bias, int64_t n,
+                  int64_t channels, int64_t inner, kite_cuda::Act act);
+// A plain copy of `bytes` from src (+src_extra) to dst (+dst_extra),
+// dropped at bind when both are the same bytes.
+void add_copy(Kernel* k, const kite_backend_tensor2* src, uint64_t src_extra, const kite_backend_tensor2* dst,
+              uint64_t dst_extra, uint64_t bytes);
+// A strided copy (shape and element strides on both sides); "" or why not.
+std::string add_strided_copy(Kernel* k, const kite_backend_tensor2* src, uint64_t src_extra,
+                             const kite_backend_tensor2* dst, uint64_t dst_extra, const Shape& shape,
+                             const Shape& src_strides, const Shape& dst_strides, size_t elem_size);
+
+// GEMM on Kite's own kernels: y = act(alpha * A.B + beta * bias), batched.
+struct GemmDesc {
+  int64_t M = 0, N = 0, K = 0;
+  int64_t sam = 0, sak = 0, sbk = 0, sbn = 0;
+  int64_t nb1 = 1, nb2 = 1;
+  int64_t sa1 = 0, sa2 = 0, sb1 = 0, sb2 = 0;
+  int64_t sbias1 = 0, sbias2 = 0, sbias_m = 0, sbias_n = 0;
+  float alpha = 1.0f, beta = 1.0f;
+  kite_cuda::Act act{kite_cuda::kOpIdentity, 0.0f, 0.0f};
+};
+void add_own_gemm(Kernel* k, const kite_backend_tensor2* a, const kite_backend_tensor2* b,
+                  const kite_backend_tensor2* bias, const kite_backend_tensor2* y, const GemmDesc& g);
+
+#define KITE_CUDA_PLAN(name) std::string name(const NodeView& n, const PlanContext& ctx, Kernel* k);
+// plan_elementwise.cpp
+KITE_CUDA_PLAN(plan_unary)
+KITE_CUDA_PLAN(plan_binary)
+KITE_CUDA_PLAN(plan_variadic)
+KITE_CUDA_PLAN(plan_batch_norm)
+KITE_CUDA_PLAN(plan_cast)
+KITE_CUDA_PLAN(plan_fused_gelu)
+// plan_data.cpp
+KITE_CUDA_PLAN(plan_copy)
+KITE_CUDA_PLAN(plan_transpose)
+KITE_CUDA_PLAN(plan_concat)
+KITE_CUDA_PLAN(plan_split)
+KITE_CUDA_PLAN(plan_slice)
+KITE_CUDA_PLAN(plan_expand)
+KITE_CUDA_PLAN(plan_gather)
+KITE_CUDA_PLAN(plan_pad)
+KITE_CUDA_PLAN(plan_resize)
+// plan_conv.cpp
+KITE_CUDA_PLAN(plan_conv)
+KITE_CUDA_PLAN(plan_fused_conv)
+// plan_gemm.cpp
+KITE_CUDA_PLAN(plan_matmul)
+KITE_CUDA_PLAN(plan_gemm)
+KITE_CUDA_PLAN(plan_fused_matmul)
+KITE_CUDA_PLAN(plan_fused_gemm)
+// plan_pool.cpp
+KITE_CUDA_PLAN(plan_pool)
+KITE_CUDA_PLAN(plan_global_pool)
+KITE_CUDA_PLAN(plan_reduce)
+// plan_norm.cpp
+KITE_CUDA_PLAN(plan_softmax)
+KITE_CUDA_PLAN(plan_layer_norm)
+KITE_CUDA_PLAN(plan_instance_norm)
+KITE_CUDA_PLAN(plan_fused_layer_norm)
+KITE_CUDA_PLAN(plan_fused_skip_layer_norm)
+KITE_CUDA_PLAN(plan_fused_attention)
+#undef KITE_CUDA_PLAN
+
+}  // namespace kite::cuda

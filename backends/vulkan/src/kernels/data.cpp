@@ -1,0 +1,467 @@
+// Data movement on the strided-copy shader (Reshape and friends between
+// distinct places, Transpose, Concat, Split, Slice, Expand, Gather with
+// constant indices), and the Gather (indices from a tensor), Pad, Cast and
+// Resize shaders. Element sizes of 4 and 8 bytes (float32, int32, int64).
+#include <algorithm>
+#include <cmath>
+
+#include "kernels.h"
+#include "kite/ops/resolve.h"
+
+namespace kite::vk {
+
+namespace {
+
+// Copies elements over an index space `dims`; strides in elements (signed),
+// offsets in words. 64-bit elements become an innermost dim of 2 words.
+std::string add_strided_copy(Kernel* k, const PlanContext& ctx, const kite_backend_tensor2* src,
+                             uint32_t src_extra, const kite_backend_tensor2* dst, uint32_t dst_extra,
+                             Shape dims, Shape ss, Shape ds, size_t words, bool elide_if_aliased) {
+  const int64_t count = numel(dims);
+  if (count == 0) return "";
+  // Collapse: drop 1-dims; merge neighbours both sides walk contiguously.
+  Shape d, s, t;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 1) continue;
+    if (!d.empty() && s.back() == ss[i] * dims[i] && t.back() == ds[i] * dims[i]) {
+      d.back() *= dims[i];
+      s.back() = ss[i];
+      t.back() = ds[i];
+    } else {
+      d.push_back(dims[i]);
+      s.push_back(ss[i]);
+      t.push_back(ds[i]);
+    }
+  }
+  for (int64_t& v : s) v *= static_cast<int64_t>(words);
+  for (int64_t& v : t) v *= static_cast<int64_t>(words);
+  if (words > 1) {
+    if (!d.empty() && s.back() == static_cast<int64_t>(words) && t.back() == static_cast<int64_t>(words)) {
+      d.back() *= static_cast<int64_t>(words);
+      s.back() = 1;
+      t.back() = 1;
+    } else {
+      d.push_back(static_cast<int64_t>(words));
+      s.push_back(1);
+      t.push_back(1);
+    }
+  }
+  if (d.empty()) {  // one element
+    d.push_back(1);
+    s.push_back(0);
+    t.push_back(0);
+  }
+  if (d.size() > 6) return "the copy needs more than 6 dims after collapsing";
+  const int64_t total = count * static_cast<int64_t>(words);
+  if (total > static_cast<int64_t>(INT32_MAX)) return "tensor is too large for 32-bit indexing";
+  std::vector<uint32_t> params = {static_cast<uint32_t>(total), static_cast<uint32_t>(d.size())};
+  for (size_t i = 0; i < 6; ++i) params.push_back(i < d.size() ? static_cast<uint32_t>(d[i]) : 1u);
+  for (size_t i = 0; i < 6; ++i) params.push_back(i < s.size() ? int_bits(s[i]) : 0u);
+  for (size_t i = 0; i < 6; ++i) params.push_back(i < t.size() ? int_bits(t[i]) : 0u);
+  uint32_t groups[3];
+  if (!grid_1d(ctx, static_cast<uint64_t>(total), 256, groups)) return "tensor is too large for the grid";
+  Dispatch& dispatch = add_dispatch(k, kShaderCopy, {read(src, src_extra), write(dst, dst_extra)}, params, groups);
+  dispatch.elide_if_aliased = elide_if_aliased;
+  // A part written into a contiguous block of the output (Concat along the
+  // outermost non-trivial axis) names its bytes, so that the parts need no
+  // barriers between them.
+  if (elide_if_aliased) dispatch.operands[1].span_bytes = static_cast<uint64_t>(total) * 4;
+  return "";
+}
+
+Shape contiguous_strides(const Shape& s) {
+  Shape st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+std::string word_dtype(const NodeView& n, size_t i, size_t* words) {
+  if (!n.op.has_input(i)) return "input " + std::to_string(i) + " is missing";
+  *words = dtype_words(n.op.inputs[i].dtype);
+  if (*words == 0) {
+    return input_label(n, i) + " has dtype " + kite::ops::dtype_name(n.op.inputs[i].dtype) +
+           " (the Vulkan kernels take float32, int32 and int64)";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string plan_copy(const NodeView& n, const PlanContext& ctx, Kernel* k) {
+  size_t words = 0;
+  std::string why = word_dtype(n, 0, &words);
+  if (!why.empty()) return why;
+  for (size_t i = 1; i < n.outputs.size(); ++i) {
+    if (n.outputs[i].present) return "output " + std::to_string(i) + " (a Dropout mask) is not supported";
+  }
+  const Shape& out = n.out_shape(0);
+  const int64_t count = numel(out);
+  return add_strided_copy(k, ctx, n.in(0), 0, n.out(0), 0, {count}, {1}, {1}, words, true);
+}
+
+std::string plan_transpose(const NodeView& n, const PlanContext& ctx, Kernel* k) {
+  size_t words = 0;
+  std::string why = word_dtype(n, 0, &words);
+  if (!why.empty()) return why;
+  const Shape& in = n.in_shape(0);
+  const int64_t r = static_cast<int64_t>(in.size());
+  Shape perm = n.op.attr_ints("perm", {});
+  if (perm.empty()) {
+    for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
+  }
+  if (static_cast<int64_t>(perm.size()) != r) return "perm has the wrong length";
+  const Shape in_strides = contiguous_strides(in);
+  Shape dims(static_cast<size_t>(r)), ss(static_cast<size_t>(r));
+  for (int64_t i = 0; i < r; ++i) {
+    const int64_t p = perm[static_cast<size_t>(i)];
+    if (p < 0 || p >= r) return "perm entry out of range";
+    dims[static_cast<size_t>(i)] = in[static_cast<size_t>(p)];
+    ss[static_cast<size_t>(i)] = in_strides[static_cast<size_t>(p)];
+  }
+  return add_strided_copy(k, ctx, n.in(0), 0, n.out(0), 0, dims, ss, contiguous_strides(dims), words, false);
+}
+
+std::string plan_concat(const NodeView& n, const PlanContext& ctx, Kernel* k) {
+  size_t words = 0;
+  std::string why = word_dtype(n, 0, &words);
+  if (!why.empty()) return why;
+  const Shape& out = n.out_shape(0);
+  const int64_t axis = normalize_axis(n.op.attr_int("axis", 0), static_cast<int64_t>(out.size()));
+  if (axis < 0) return "axis is out of range";
+  const Shape out_strides = contiguous_strides(out);
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= out[static_cast<size_t>(d)];
+  int64_t pos = 0;
+  for (size_t i = 0; i < n.op.inputs.size(); ++i) {
+    const Shape& s = n.in_shape(i);
+    const int64_t extra = pos * out_strides[static_cast<size_t>(axis)] * static_cast<int64_t>(words);
+    if (extra > static_cast<int64_t>(UINT32_MAX)) return "tensor is too large for 32-bit indexing";
+    // A part is a contiguous block of the output only when nothing lies
+    // before the axis: only then may the planner have put it in place.
+    why = add_strided_copy(k, ctx, n.in(i), 0, n.out(0), static_cast<uint32_t>(extra), s,
+                           contiguous_strides(s), out_strides, words, outer == 1);
+    if (!why.empty()) return why;
+    pos += s[static_cast<size_t>(axis)];
+  }
+  return "";
+}
+
+std::string plan_split(const NodeView& n, const PlanContext& ctx, Kernel* k) {
+  size_t words = 0;
+  std::string why = word_dtype(n, 0, &words);
+  if (!why.empty()) return why;
+  const Shape& in = n.in_shape(0);
+  const int64_t axis = normalize_axis(n.op.attr_int("axis", 0), static_cast<int64_t>(in.size()));
+  if (axis < 0) return "axis is out of range";
+  const Shape in_strides = contiguous_strides(in);
+  int64_t pos = 0;
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    if (!n.outputs[i].present) return "every Split output must be used on Vulkan";
+    const Shape& s = n.out_shape(i);
+    const int64_t extra = pos * in_strides[static_cast<size_t>(axis)] * static_cast<int64_t>(words);
+    if (extra > static_cast<int64_t>(UINT32_MAX)) return "tensor is too large for 32-bit indexing";
+    why = add_strided_copy(k, ctx, n.in(0), static_cast<uint32_t>(extra), n.out(i), 0, s, in_strides,
+                           contiguous_strides(s), words, false);
+    if (!why.empty()) return why;
+    pos += s[static_cast<size_t>(axis)];
+  }
+  return "";
+}
+
+std::string plan_slice(const NodeView& n, const PlanContext& ctx, Kernel* k) {
+  size_t words = 0;
+  std::string why = word_dtype(n, 0, &words);
+  if (!why.empty()) return why;
+  const Shape& in = n.in_shape(0);
+  const int64_t r = static_cast<int64_t>(in.size());
+  Shape starts, ends, axes, steps;
+  if (n.op.inputs.size() >= 3) {
+    for (size_t i = 1; i < n.op.inputs.size(); ++i) {
+      if (!n.op.has_input(i)) continue;
+      why = expect_constant(n, i, i == 1 ? "starts" : i == 2 ? "ends" : i == 3 ? "axes" : "steps");
+      if (!why.empty()) return why;
+    }
+    starts = constant_ints(n.op.inputs[1]);
+    ends = constant_ints(n.op.inputs[2]);
+    if (n.op.has_input(3)) axes = constant_ints(n.op.inputs[3]);
+    if (n.op.has_input(4)) steps = constant_ints(n.op.inputs[4]);
+  } else {
+    starts = n.op.attr_ints("starts", {});
+    ends = n.op.attr_ints("ends", {});
+    axes = n.op.attr_ints("axes", {});
+  }
+  if (axes.empty()) {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    return "starts, ends, axes and steps differ in length";
+  }
+  Shape start(static_cast<size_t>(r), 0), step(static_cast<size_t>(r), 1);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t a = normalize_axis(axes[i], r);
+    if (a < 0) return "axes entry is out of range";
+    const int64_t dim = in[static_cast<size_t>(a)];
+    const int64_t st = steps[i];
+    if (st == 0) return "steps must not be 0";
+    int64_t s = starts[i];
+    if (s < 0) s += dim;
+    s = st > 0 ? std::clamp<int64_t>(s, 0, dim) : std::clamp<int64_t>(s, 0, std::max<int64_t>(dim - 1, 0));
+    start[static_cast<size_t>(a)] = s;
+    step[static_cast<size_t>(a)] = st;
+  }
+  const Shape in_strides = contiguous_strides(in);
+  const Shape& out = n.out_shape(0);
+  int64_t extra = 0;
+  Shape ss(static_cast<size_t>(r));
+  for (size_t d = 0; d < static_cast<size_t>(r); ++d) {
+    if (out[d] > 0) extra += start[d] * in_strides[d];
+    ss[d] = in_strides[d] * step[d];
+  }
+  extra *= static_cast<int64_t>(words);
+  if (extra > static_cast<int64_t>(UINT32_MAX)) return "tensor is too large for 32-bit indexing";
+  return add_strided_copy(k, ctx, n.in(0), static_cast<uint32_t>(extra), n.out(0), 0, out, ss,
+                          contiguous_strides(out), words, false);
+}
+
+std::string plan_expand(const NodeView& n, const PlanContext& ctx, Kernel* k) {
+  size_t words = 0;
+  std::string why = word_dtype(n, 0, &words);
+  if (!why.empty()) return why;
+  const Shape& in = n.in_shape(0);
+  const Shape& out = n.out_shape(0);
+  if (in.size() > out.size()) return "Expand's input has more dims than its output";
+  Shape ss(out.size(), 0);
+  const Shape in_strides = contiguous_strides(in);
+  for (size_t kdim = 0; kdim < in.size(); ++kdim) {
+    const size_t d = in.size() - 1 - kdim, o = out.size() - 1 - kdim;
+    ss[o] = in[d] == 1 ? 0 : in_strides[d];
+  }
+  return add_strided_copy(k, ctx, n.in(0), 0, n.out(0), 0, out, ss, contiguous_strides(out), words, false);
+}
+
+std::string plan_gather(const NodeView& n, const PlanContext& ctx, Kernel* k) {
+  size_t words = 0;
+  std::string why = word_dtype(n, 0, &words);
+  if (!why.empty()) return why;
+  why = expect_dtype(n, 1, {KITE_DTYPE_INT32, KITE_DTYPE_INT64});
+  if (!why.empty()) return why;
+  const Shape& data = n.in_shape(0);
+  const int64_t r = static_cast<int64_t>(data.size());
+  const int64_t axis = normalize_axis(n.op.attr_int("axis", 0), r);
+  if (axis < 0) return "axis is out of range";
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= data[static_cast<size_t>(d)];
+  for (int64_t d = axis + 1; d < r; ++d) inner *= data[static_cast<size_t>(d)];
+  const int64_t len = data[static_cast<size_t>(axis)];
+  const int64_t count = numel(n.in_shape(1));
+  const int64_t inner_words = inner * static_cast<int64_t>(words);
+  if (outer * len * inner_words > static_cast<int64_t>(INT32_MAX) ||
+      outer * count * inner_words > static_cast<int64_t>(INT32_MAX)) {
+    return "tensor is too large for 32-bit indexing";
+  }
+  if (n.op.inputs[1].data && count <= 16) {
+    // Constant indices, checked now: one strided copy per index.
+    const std::vector<int64_t> idx = constant_ints(n.op.inputs[1]);
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t v = idx[static_cast<size_t>(j)];
+      if (v < -len || v >= len) {
+        return "index " + std::to_string(v) + " of " + input_label(n, 1) + " is out of range [" +
+               std::to_string(-len) + ", " + std::to_string(len) + ")";
+      }
+      if (v < 0) v += len;
+      why = add_strided_copy(k, ctx, n.in(0), static_cast<uint32_t>(v * inner_words), n.out(0),
+                             static_cast<uint32_t>(j * inner_words), {outer, inner},
+                             {len * inner, 1}, {count * inner, 1}, words, false);
+      if (!why.empty()) return why;
+    }
+    return "";
+  }
+  const int64_t total = outer * count * inner_words;
+  if (total == 0) return "";
+  uint32_t groups[3];
+  if (!grid_1d(ctx, static_cast<uint64_t>(total), 256, groups)) return "tensor is too large for the grid";
+  add_dispatch(k, kShaderGather, {read(n.in(0)), read(n.in(1)), write(n.out(0)), status_operand()},
+               {static_cast<uint32_t>(total), static_cast<uint32_t>(len), static_cast<uint32_t>(inner_words),
+                static_cast<uint32_t>(count), static_cast<uint32_t>(dtype_words(n.op.inputs[1].dtype)),
+                static_cast<uint32_t>(n.node->index)},
+               groups);
+  k->uses_status = true;
+  return "";
+}
+
+std::string plan_pad(const NodeView& n, const PlanContext& ctx, Kernel* k) {
+  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32, KITE_DTYPE_INT32});
+  if (!why.empty()) return why;
+  const Shape& in = n.in_shape(0);
+  const Shape& out = n.out_shape(0);
+  const int64_t r = static_cast<int64_t>(in.size());
+  if (r > 6) return "Pad over more than 6 dims is not supported on Vulkan";
+  const std::string mode = n.op.attr_string("mode", "constant");
+  uint32_t mode_code = 0;
+  if (mode == "reflect") mode_code = 1;
+  else if (mode == "edge") mode_code = 2;
+  else if (mode != "constant") return "mode '" + mode + "' is not supported";
+  Shape pads;
+  uint32_t value = 0;
+  if (n.op.has_input(1)) {
+    why = expect_constant(n, 1, "pads");
+    if (!why.empty()) return why;
+    pads = constant_ints(n.op.inputs[1]);
+  } else {
+    pads = n.op.attr_ints("pads", {});
+    value = float_bits(n.op.attr_float("value", 0.0f));
+  }
+  if (n.op.has_input(2) && numel(n.in_shape(2)) > 0) {
+    why = expect_constant(n, 2, "constant_value");
+    if (!why.empty()) return why;
+    if (n.op.inputs[2].dtype != n.op.inputs[0].dtype) return "constant_value must have the input's dtype";
+    std::memcpy(&value, n.op.inputs[2].data, 4);
+  }
+  Shape axes;
+  if (n.op.has_input(3)) {
+    why = expect_constant(n, 3, "axes");
+    if (!why.empty()) return why;
+    axes = constant_ints(n.op.inputs[3]);
+  } else {
+    for (int64_t d = 0; d < r; ++d) axes.push_back(d);
+  }
+  if (pads.size() != 2 * axes.size()) return "pads has the wrong length";
+  Shape begin(static_cast<size_t>(r), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = normalize_axis(axes[i], r);
+    if (a < 0) return "axes entry is out of range";
+    begin[static_cast<size_t>(a)] = pads[i];
+    if (mode_code == 1) {
+      const int64_t len = in[static_cast<size_t>(a)];
+      if ((pads[i] > 0 || pads[i + axes.size()] > 0) && len == 0) return "cannot reflect an empty axis";
+    }
+  }
+  const int64_t total = numel(out);
+  if (total > static_cast<int64_t>(INT32_MAX) || numel(in) > static_cast<int64_t>(INT32_MAX)) {
+    return "tensor is too large for 32-bit indexing";
+  }
+  if (total == 0) return "";
+  if (mode_code != 0 && numel(in) == 0) return "cannot pad an empty tensor by reflect or edge";
+  std::vector<uint32_t> params = {static_cast<uint32_t>(total), static_cast<uint32_t>(r), mode_code, value};
+  for (int64_t i = 0; i < 6; ++i) params.push_back(i < r ? static_cast<uint32_t>(out[static_cast<size_t>(i)]) : 1u);
+  for (int64_t i = 0; i < 6; ++i) params.push_back(i < r ? static_cast<uint32_t>(in[static_cast<size_t>(i)]) : 1u);
+  for (int64_t i = 0; i < 6; ++i) params.push_back(i < r ? int_bits(begin[static_cast<size_t>(i)]) : 0u);
+  uint32_t groups[3];
+  if (!grid_1d(ctx, static_cast<uint64_t>(total), 256, groups)) return "tensor is too large for the grid";
+  add_dispatch(k, kShaderPad, {read(n.in(0)), write(n.out(0))}, params, groups);
+  return "";
+}
+
+std::string plan_cast(const NodeView& n, const PlanContext& ctx, Kernel* k) {
+  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32, KITE_DTYPE_INT32, KITE_DTYPE_INT64});
+  if (!why.empty()) return why;
+  const kite_dtype from = n.op.inputs[0].dtype, to = n.outputs[0].dtype;
+  auto code = [](kite_dtype d) -> uint32_t {
+    return d == KITE_DTYPE_FLOAT32 ? 0u : d == KITE_DTYPE_INT32 ? 1u : d == KITE_DTYPE_INT64 ? 2u : 3u;
+  };
+  if (code(to) == 3) {
+    return std::string("Cast to ") + kite::ops::dtype_name(to) + " is not supported on Vulkan";
+  }
+  const int64_t count = numel(n.out_shape(0));
+  if (from == to) return add_strided_copy(k, ctx, n.in(0), 0, n.out(0), 0, {count}, {1}, {1}, dtype_words(from), true);
+  if (count > static_cast<int64_t>(INT32_MAX) / 2) return "tensor is too large for 32-bit indexing";
+  if (count == 0) return "";
+  uint32_t groups[3];
+  if (!grid_1d(ctx, static_cast<uint64_t>(count), 256, groups)) return "tensor is too large for the grid";
+  add_dispatch(k, kShaderCast, {read(n.in(0)), write(n.out(0))},
+               {static_cast<uint32_t>(count), code(from), code(to)}, groups);
+  return "";
+}
+
+namespace {
+
+// Appends one axis's table: per output index, `taps` (index, weight bits),
+// sampled by the rule every backend shares (kite::ops::resize_tap).
+int axis_table(const ops::ResizeSampling& sampling, int64_t in_len, int64_t out_len, float scale,
+               std::vector<uint32_t>* table) {
+  const int taps = ops::resize_taps(sampling, in_len, out_len, scale);
+  for (int64_t o = 0; o < out_len; ++o) {
+    int64_t idx[4];
+    float w[4];
+    ops::resize_tap(sampling, in_len, out_len, scale, o, idx, w);
+    for (int t = 0; t < taps; ++t) {
+      table->push_back(static_cast<uint32_t>(idx[t]));
+      table->push_back(float_bits(w[t]));
+    }
+  }
+  return taps;
+}
+
+}  // namespace
+
+std::string plan_resize(const NodeView& n, const PlanContext& ctx, Kernel* k) {
+  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32});
+  if (!why.empty()) return why;
+  ops::ResizeSampling sampling;
+  ops::RuleError rule_err;
+  if (!ops::resize_sampling_of(n.op, &sampling, &rule_err)) return rule_err.message;
+  if (n.op.attr_int("antialias", 0) != 0) return "antialias is not supported";
+  const std::string policy = n.op.attr_string("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch") return "keep_aspect_ratio_policy '" + policy + "' is not supported on Vulkan";
+  const Shape& in = n.in_shape(0);
+  const Shape& out = n.out_shape(0);
+  const int64_t r = static_cast<int64_t>(in.size());
+  if (r < 1 || out.size() != in.size()) return "Resize needs an input of rank >= 1 and an output of the same rank";
+  Shape axes = n.op.attr_ints("axes", {});
+  if (axes.empty()) {
+    for (int64_t d = 0; d < r; ++d) axes.push_back(d);
+  }
+  std::vector<float> scale(static_cast<size_t>(r), 1.0f);
+  const bool has_scales = n.op.has_input(2) && numel(n.in_shape(2)) > 0;
+  if (has_scales) {
+    why = expect_dtype(n, 2, {KITE_DTYPE_FLOAT32});
+    if (why.empty()) why = expect_constant(n, 2, "scales");
+    if (!why.empty()) return why;
+    if (numel(n.in_shape(2)) != static_cast<int64_t>(axes.size())) return "scales has the wrong length";
+    const float* s = static_cast<const float*>(n.op.inputs[2].data);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t a = normalize_axis(axes[i], r);
+      if (a < 0) return "axes entry is out of range";
+      float v;
+      std::memcpy(&v, s + i, 4);
+      if (!(v > 0.0f)) return "scales must be positive";
+      scale[static_cast<size_t>(a)] = v;
+    }
+  } else {
+    for (int64_t a : axes) {
+      a = normalize_axis(a, r);
+      if (a < 0) return "axes entry is out of range";
+      const size_t ua = static_cast<size_t>(a);
+      scale[ua] = in[ua] > 0 ? static_cast<float>(out[ua]) / static_cast<float>(in[ua]) : 1.0f;
+    }
+  }
+  // The Vulkan shader resizes the two innermost axes; the others must keep
+  // their size.
+  for (int64_t d = 0; d + 2 < r; ++d) {
+    const size_t ud = static_cast<size_t>(d);
+    if (in[ud] != out[ud] || scale[ud] != 1.0f) return "Resize of an axis other than the two innermost is not supported on Vulkan";
+  }
+  const int64_t H = r >= 2 ? in[static_cast<size_t>(r - 2)] : 1, W = in[static_cast<size_t>(r - 1)];
+  const int64_t OH = r >= 2 ? out[static_cast<size_t>(r - 2)] : 1, OW = out[static_cast<size_t>(r - 1)];
+  if ((H == 0 && OH > 0) || (W == 0 && OW > 0)) return "cannot resize an empty axis";
+  const int64_t total = numel(out);
+  if (total > static_cast<int64_t>(INT32_MAX) || numel(in) > static_cast<int64_t>(INT32_MAX)) {
+    return "tensor is too large for 32-bit indexing";
+  }
+  if (total == 0) return "";
+  k->table.clear();
+  const int taps_h = r >= 2 ? axis_table(sampling, H, OH, scale[static_cast<size_t>(r - 2)], &k->table)
+                            : (k->table.push_back(0), k->table.push_back(float_bits(1.0f)), 1);
+  const int taps_w = axis_table(sampling, W, OW, scale[static_cast<size_t>(r - 1)], &k->table);
+  uint32_t groups[3];
+  if (!grid_1d(ctx, static_cast<uint64_t>(total), 256, groups)) return "tensor is too large for the grid";
+  add_dispatch(k, kShaderResize, {read(n.in(0)), write(n.out(0)), table_operand()},
+               {static_cast<uint32_t>(total), static_cast<uint32_t>(H), static_cast<uint32_t>(W),
+                static_cast<uint32_t>(OH), static_cast<uint32_t>(OW), static_cast<uint32_t>(taps_h),
+                static_cast<uint32_t>(taps_w)},
+               groups);
+  return "";
+}
+
+}  // namespace kite::vk

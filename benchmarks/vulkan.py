@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+# Python: the default python3 (numpy). ncnn and pnnx run in a virtual
+# environment of this benchmark's own (created on first use, see --venv).
+"""Vulkan latency benchmark: each model of the model set on Kite Vulkan, on
+Kite CPU and on ncnn-Vulkan, on the same device, in one run of this script
+(compare ratios within a run, not absolute times across runs).
+
+Usage:
+  benchmarks/vulkan.py --bin-dir build/default --models-dir DIR
+                       [--models resnet18,...] [--warmup 3] [--iterations 10]
+                       [--threads 1] [--venv benchmarks/.venv-ncnn]
+
+Models: DIR/<name>.onnx from scripts/export_models.py --models all.
+
+Kite: `kite-convert` (-O2), then `kite-run --backend vulkan,cpu` and
+`kite-run --backend cpu` (p50 of --iterations runs after --warmup).
+
+ncnn: PyPI `ncnn` (Vulkan compute on, fp16 packed/storage/arithmetic and
+bf16 off, so it computes in fp32 like Kite). Models are made by PyPI `pnnx`
+from the same ONNX file: `pnnx DIR/<name>.onnx inputshape=[1,3,224,224]
+fp16=0` writes <name>.ncnn.param / .ncnn.bin (fp32 weights). Both live in a
+venv of this benchmark's own (`python3 -m venv --system-site-packages`, then
+`pip install ncnn pnnx`), created on first use. A model pnnx or ncnn cannot
+take is reported as such in its column.
+
+Prints, per model: Kite Vulkan p50, Kite CPU p50, ncnn Vulkan p50 (ms) and
+Kite Vulkan / ncnn Vulkan.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import onnx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+NCNN_RUNNER = r'''
+import json, sys, time
+import ncnn
+import numpy as np
+param, binary, shape, dtype, warmup, iterations, threads = sys.argv[1:8]
+shape = [int(s) for s in shape.split(",")]
+net = ncnn.Net()
+net.opt.use_vulkan_compute = True
+net.opt.use_fp16_packed = False
+net.opt.use_fp16_storage = False
+net.opt.use_fp16_arithmetic = False
+net.opt.use_bf16_storage = False
+net.opt.num_threads = int(threads)
+if net.load_param(param) != 0 or net.load_model(binary) != 0:
+    sys.exit("ncnn cannot load the model")
+rng = np.random.default_rng(0)
+if dtype == "int64":
+    x = rng.integers(0, 10, size=shape[1:]).astype(np.float32)
+else:
+    x = rng.random(shape[1:], dtype=np.float32)
+def once():
+    ex = net.create_extractor()
+    ex.input("in0", ncnn.Mat(x))
+    ret, out = ex.extract("out0")
+    if ret != 0:
+        sys.exit("ncnn extract failed")
+    np.array(out)
+for _ in range(int(warmup)):
+    once()
+times = []
+for _ in range(int(iterations)):
+    t0 = time.perf_counter()
+    once()
+    times.append((time.perf_counter() - t0) * 1000.0)
+times.sort()
+print(json.dumps({"p50": times[len(times) // 2], "device": ncnn.get_gpu_count()}))
+'''
+
+
+def find_tool(bin_dir, name):
+    for sub in ("", "converter", "apps"):
+        p = os.path.join(bin_dir, sub, name)
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    sys.exit(f"{name} not found under {bin_dir}")
+
+
+def ensure_venv(venv):
+    python = os.path.join(venv, "bin", "python")
+    pnnx = os.path.join(venv, "bin", "pnnx")
+    if os.path.isfile(python) and os.path.isfile(pnnx):
+        return python, pnnx
+    print(f"creating {venv} with ncnn and pnnx from PyPI ...", flush=True)
+    # Debian's python (torch, which pnnx's Python side imports) as the base.
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], check=True)
+    subprocess.run([python, "-m", "pip", "install", "-q", "ncnn", "pnnx"], check=True)
+    return python, pnnx
+
+
+def input_spec(onnx_path):
+    m = onnx.load(onnx_path, load_external_data=False)
+    i = m.graph.input[0]
+    shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
+    dtype = "int64" if i.type.tensor_type.elem_type == onnx.TensorProto.INT64 else "float32"
+    return shape, dtype
+
+
+def kite_p50(run, kite_path, backend, args, work, name):
+    report = os.path.join(work, f"{name}.{backend.replace(',', '_')}.json")
+    cmd = [run, kite_path, "--quiet", "--backend", backend, "--threads", str(args.threads),
+           "--warmup", str(args.warmup), "--iterations", str(args.iterations), "--json", report]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        return None, (p.stderr.strip() or p.stdout.strip())[:120]
+    with open(report) as fh:
+        r = json.load(fh)
+    on_cpu = sum(1 for n in r.get("placement", []) if n.get("backend") == "cpu")
+    note = f"{on_cpu} nodes on cpu" if backend != "cpu" and on_cpu else ""
+    return r["latency_ms"]["p50"], note
+
+
+def ncnn_p50(python, pnnx, onnx_path, args, work, name):
+    shape, dtype = input_spec(onnx_path)
+    model_dir = os.path.join(work, "ncnn")
+    os.makedirs(model_dir, exist_ok=True)
+    local = os.path.join(model_dir, name + ".onnx")
+    if not os.path.exists(local):
+        os.symlink(os.path.abspath(onnx_path), local)
+    param = os.path.join(model_dir, name + ".ncnn.param")
+    binary = os.path.join(model_dir, name + ".ncnn.bin")
+    if not os.path.exists(param):
+        p = subprocess.run([pnnx, local, "inputshape=[" + ",".join(map(str, shape)) + "]" +
+                            ("i64" if dtype == "int64" else ""), "fp16=0"],
+                           capture_output=True, text=True, cwd=model_dir)
+        if p.returncode != 0 or not os.path.exists(param):
+            return None, "pnnx failed"
+    p = subprocess.run([python, "-c", NCNN_RUNNER, param, binary, ",".join(map(str, shape)), dtype,
+                        str(args.warmup), str(args.iterations), str(args.threads)],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return None, "ncnn failed: " + (p.stderr.strip().splitlines() or [""])[-1][:80]
+    return json.loads(p.stdout.strip().splitlines()[-1])["p50"], ""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin-dir", default="build/default")
+    ap.add_argument("--models-dir", required=True)
+    ap.add_argument("--models", default="", help="comma-separated names (default: every .onnx in the folder)")
+    ap.add_argument("--threads", type=int, default=1, help="Kite CPU and ncnn host threads")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--venv", default=os.path.join(HERE, ".venv-ncnn"))
+    ap.add_argument("--workdir", default="")
+    ap.add_argument("--no-ncnn", action="store_true")
+    args = ap.parse_args()
+    convert = find_tool(args.bin_dir, "kite-convert")
+    run = find_tool(args.bin_dir, "kite-run")
+    work = args.workdir or tempfile.mkdtemp(prefix="kite-vulkan-bench-")
+    os.makedirs(work, exist_ok=True)
+    python = pnnx = None
+    if not args.no_ncnn:
+        python, pnnx = ensure_venv(args.venv)
+    names = [n for n in args.models.split(",") if n] or sorted(
+        f[:-5] for f in os.listdir(args.models_dir) if f.endswith(".onnx") and ".pnnx" not in f)
+    print(f"{'model':20} {'kite vulkan':>12} {'kite cpu':>10} {'ncnn vulkan':>12} {'kite/ncnn':>10}  notes")
+    for name in names:
+        onnx_path = os.path.join(args.models_dir, name + ".onnx")
+        kite_path = os.path.join(work, name + ".kite")
+        p = subprocess.run([convert, onnx_path, "-o", kite_path, "-q"], capture_output=True, text=True)
+        if p.returncode != 0:
+            print(f"{name:20} conversion failed: {p.stderr.strip()[:100]}")
+            continue
+        vk, vk_note = kite_p50(run, kite_path, "vulkan,cpu", args, work, name)
+        cpu, cpu_note = kite_p50(run, kite_path, "cpu", args, work, name)
+        nc, nc_note = (None, "skipped") if args.no_ncnn else ncnn_p50(python, pnnx, onnx_path, args, work, name)
+        fmt = lambda v: f"{v:.2f}" if v is not None else "-"
+        ratio = f"{vk / nc:.2f}" if vk is not None and nc else "-"
+        notes = "; ".join(n for n in (vk_note, cpu_note, nc_note) if n)
+        print(f"{name:20} {fmt(vk):>12} {fmt(cpu):>10} {fmt(nc):>12} {ratio:>10}  {notes}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

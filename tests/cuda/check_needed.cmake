@@ -1,0 +1,18 @@
+# Passes when PLUGIN's dynamic section names no CUDA library (DT_NEEDED):
+# the plugin must load on machines without a GPU or driver.
+find_program(READELF readelf REQUIRED)
+execute_process(COMMAND ${READELF} -d ${PLUGIN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "readelf -d ${PLUGIN} failed: ${err}")
+endif()
+string(REGEX MATCHALL "\\(NEEDED\\)[^\n]*" needed "${out}")
+message("${PLUGIN} needs:\n${needed}")
+foreach(line ${needed})
+  if(line MATCHES "libcuda|libcudart|libcudnn|libcublas|libnvrtc|libnvJitLink")
+    message(FATAL_ERROR "the plugin links a CUDA library: ${line}")
+  endif()
+endforeach()
+if(NOT needed)
+  message(FATAL_ERROR "readelf found no NEEDED entries at all: is ${PLUGIN} a shared object?")
+endif()
+message("no CUDA library among them")

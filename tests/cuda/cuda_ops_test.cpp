@@ -1,0 +1,470 @@
+// Every op and fused pattern the CUDA backend runs, on shapes that reach
+// each kernel's corners (partial tiles, groups, strides, broadcasting,
+// negative steps, masks), against the CPU backend. Strict sessions: a node
+// the backend declines fails the test. Tolerance 1e-4 x max|ref|: float32
+// sums of up to ~10^3 terms in another order differ by a few hundred ulps
+// of the largest partial sum at most (1e3 x 6e-8 = 6e-5).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "cuda_graphs.h"
+
+namespace kite::cudatest {
+namespace {
+
+constexpr double kTolerance = 1e-4;
+
+void check(Graph& g, const Options& options = {}, double tolerance = kTolerance) {
+  const Result ref = run(g, "cpu");
+  ASSERT_EQ(ref.status, KITE_OK) << ref.error;
+  const Result got = run(g, backend(), options);
+  ASSERT_EQ(got.status, KITE_OK) << got.error;
+  for (size_t i = 0; i < got.placement.size(); ++i) EXPECT_EQ(got.placement[i], backend()) << "node " << i;
+  std::string where;
+  const double e = normalized_error(ref, got, &where);
+  EXPECT_LE(e, tolerance) << where;
+}
+
+// ---- convolutions ----------------------------------------------------------
+
+struct ConvCase {
+  Shape x, w;
+  std::vector<kite::ops::Attr> attrs;
+  bool bias;
+};
+
+void conv_graph(Graph& g, const ConvCase& c, const std::string& act = "") {
+  const int x = g.input(c.x);
+  const int w = g.weight(c.w, -0.5f, 0.5f);
+  std::vector<int> in = {x, w};
+  if (c.bias) in.push_back(g.weight({c.w[0]}));
+  if (act.empty()) {
+    g.op("Conv", in, c.attrs);
+    return;
+  }
+  g.begin_body();
+  const int y = activation(g, g.op("Conv", in, c.attrs), act);
+  auto attrs = c.attrs;
+  for (const auto& a : activation_attrs(act)) attrs.push_back(a);
+  g.fuse("FusedConv", "Conv+" + act, in, attrs, {y});
+}
+
+TEST(CudaConv, Shapes) {
+  const std::vector<ConvCase> cases = {
+      {{1, 3, 9, 11}, {8, 3, 3, 3}, {aints("pads", {1, 1, 1, 1})}, true},
+      {{2, 16, 13, 13}, {70, 16, 3, 3}, {aints("strides", {2, 2}), aints("pads", {1, 1, 1, 1})}, true},
+      {{1, 32, 10, 10}, {32, 1, 3, 3}, {ai("group", 32), aints("pads", {1, 1, 1, 1})}, true},          // depthwise
+      {{1, 32, 12, 12}, {64, 8, 3, 3}, {ai("group", 4), aints("dilations", {2, 2})}, false},          // grouped, dilated
+      {{1, 64, 7, 7}, {24, 64, 1, 1}, {}, true},                                                      // 1x1
+      {{1, 8, 9, 10}, {16, 8, 3, 2}, {aints("pads", {0, 1, 2, 0}), aints("strides", {1, 2})}, true},  // asymmetric
+      {{2, 6, 40}, {12, 6, 5}, {aints("pads", {2, 2})}, true},                                        // 1-D
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    Graph g;
+    conv_graph(g, cases[i]);
+    check(g);
+  }
+}
+
+TEST(CudaConv, FusedActivations) {
+  for (const char* act : {"Relu", "Clip", "SiLU", "HardSwish", "Sigmoid", "LeakyRelu"}) {
+    SCOPED_TRACE(act);
+    Graph g;
+    conv_graph(g, {{1, 8, 14, 14}, {20, 8, 3, 3}, {aints("pads", {1, 1, 1, 1})}, true}, act);
+    check(g);
+  }
+}
+
+TEST(CudaConv, OwnKernelsInLeanMode) {
+  Graph g;
+  conv_graph(g, {{1, 16, 15, 15}, {40, 16, 3, 3}, {aints("pads", {1, 1, 1, 1})}, true}, "Relu");
+  check(g, {{"lean", "1"}});
+}
+
+// ---- matrix products ---------------------------------------------------------
+
+TEST(CudaGemm, MatMulShapes) {
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{70, 33}, {33, 90}},             // partial tiles
+      {{1, 512}, {512, 100}},           // row vector (simple kernel)
+      {{2, 50, 64}, {64, 48}},          // batch times shared weight (one taller product)
+      {{2, 3, 20, 16}, {2, 3, 16, 24}}, // batched
+      {{2, 1, 20, 16}, {1, 3, 16, 24}}, // broadcast batch dims (two levels)
+      {{33}, {33, 17}},                 // 1-D left
+      {{5, 33}, {33}},                  // 1-D right
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    Graph g;
+    g.op("MatMul", {g.input(cases[i].first), g.input(cases[i].second)});
+    check(g);
+  }
+}
+
+TEST(CudaGemm, GemmAttributes) {
+  struct Case {
+    bool ta, tb;
+    Shape c;
+    float alpha, beta;
+  };
+  const std::vector<Case> cases = {{false, false, {40}, 1.0f, 1.0f},      {false, true, {1, 40}, 0.5f, 2.0f},
+                                   {true, false, {30, 40}, 1.0f, 0.5f},   {true, true, {30, 1}, 2.0f, 1.0f},
+                                   {false, true, {}, 1.0f, 1.0f}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const Case& c = cases[i];
+    Graph g;
+    const int a = g.input(c.ta ? Shape{50, 30} : Shape{30, 50});
+    const int b = g.weight(c.tb ? Shape{40, 50} : Shape{50, 40});
+    std::vector<int> in = {a, b};
+    if (!c.c.empty()) in.push_back(g.weight(c.c));
+    g.op("Gemm", in, {ai("transA", c.ta), ai("transB", c.tb), af("alpha", c.alpha), af("beta", c.beta)});
+    check(g);
+  }
+}
+
+TEST(CudaGemm, FusedMatMulAndGemm) {
+  for (const char* act : {"", "Relu", "Gelu", "GeluTanh", "HardSwish"}) {
+    SCOPED_TRACE(act);
+    Graph g;
+    const int a = g.input({1, 37, 48});
+    const int b = g.weight({48, 80}, -0.3f, 0.3f);
+    const int bias = g.weight({80});
+    g.begin_body();
+    int y = g.op("Add", {g.op("MatMul", {a, b}), bias});
+    std::vector<kite::ops::Attr> attrs;
+    std::string pattern = "MatMul+Add";
+    if (act[0]) {
+      y = activation(g, y, act);
+      attrs = activation_attrs(act);
+      pattern += std::string("+") + act;
+    }
+    g.fuse("FusedMatMul", pattern, {a, b, bias}, attrs, {y});
+    check(g);
+  }
+  Graph g;
+  const int a = g.input({4, 64});
+  const int w = g.weight({10, 64});
+  const int c = g.weight({10});
+  g.begin_body();
+  const int y = activation(g, g.op("Gemm", {a, w, c}, {ai("transB", 1)}), "HardSwish");
+  auto attrs = activation_attrs("HardSwish");
+  attrs.push_back(ai("transB", 1));
+  g.fuse("FusedGemm", "Gemm+HardSwish", {a, w, c}, attrs, {y});
+  check(g);
+}
+
+// ---- elementwise ------------------------------------------------------------
+
+TEST(CudaElementwise, BinaryBroadcasting) {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{2, 3, 4, 5}, {2, 3, 4, 5}}, {{2, 3, 4, 5}, {5}}, {{2, 3, 4, 5}, {3, 1, 1}}, {{4, 1}, {1, 6}}, {{2, 3, 4, 5}, {}}};
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      SCOPED_TRACE(std::string(op) + " case " + std::to_string(i));
+      Graph g;
+      g.op(op, {g.input(shapes[i].first), g.input(shapes[i].second, 0.5f, 1.5f)});
+      check(g);
+    }
+  }
+  Graph pow;
+  pow.op("Pow", {pow.input({3, 7}, 0.1f, 2.0f), pow.input({7}, -2.0f, 2.0f)});
+  check(pow);
+  Graph prelu;
+  prelu.op("PRelu", {prelu.input({1, 4, 5, 5}), prelu.weight({4, 1, 1})});
+  check(prelu);
+}
+
+TEST(CudaElementwise, Unary) {
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp", "Abs", "Neg", "Erf", "Softplus", "Sign", "Ceil", "Floor",
+                         "Round", "Sin", "Cos", "Mish", "Elu", "HardSigmoid", "HardSwish", "Gelu"}) {
+    SCOPED_TRACE(op);
+    Graph g;
+    g.op(op, {g.input({3, 50}, -3.0f, 3.0f)});
+    check(g);
+  }
+  for (const char* op : {"Sqrt", "Log", "Reciprocal"}) {
+    SCOPED_TRACE(op);
+    Graph g;
+    g.op(op, {g.input({70}, 0.1f, 4.0f)});
+    check(g);
+  }
+  Graph leaky;
+  leaky.op("LeakyRelu", {leaky.input({64})}, {af("alpha", 0.2f)});
+  check(leaky);
+  Graph clip;
+  const int x = clip.input({64}, -8.0f, 8.0f);
+  clip.op("Clip", {x, clip.const_f32({}, {-1.5f}), clip.const_f32({}, {2.0f})});
+  check(clip);
+  for (const char* approximate : {"none", "tanh"}) {
+    Graph gelu;
+    const int x = gelu.input({5, 40}, -4.0f, 4.0f);
+    gelu.begin_body();
+    // The erf formula as exporters write it; the tanh form as the ONNX op.
+    int y;
+    if (std::string(approximate) == "none") {
+      const int e = gelu.op("Erf", {gelu.op("Div", {x, gelu.const_f32({}, {1.41421356f})})});
+      y = gelu.op("Mul", {gelu.op("Mul", {x, gelu.op("Add", {e, gelu.const_f32({}, {1.0f})})}), gelu.const_f32({}, {0.5f})});
+    } else {
+      y = gelu.op("Gelu", {x}, {as("approximate", "tanh")});
+    }
+    gelu.fuse("Gelu", std::string(approximate) == "none" ? "Gelu" : "Gelu(tanh)", {x}, {as("approximate", approximate)}, {y});
+    check(gelu);
+  }
+}
+
+TEST(CudaElementwise, VariadicAndCasts) {
+  for (const char* op : {"Sum", "Mean", "Max", "Min"}) {
+    SCOPED_TRACE(op);
+    Graph g;
+    g.op(op, {g.input({2, 3, 4}), g.input({4}), g.input({3, 1})});
+    check(g);
+  }
+  Graph cast;
+  const int f = cast.op("Cast", {cast.input({20}, -50.0f, 50.0f)}, {ai("to", 7)});  // int64
+  cast.op("Cast", {f}, {ai("to", 1)});
+  check(cast);
+  Graph bn;
+  const int x = bn.input({2, 3, 4, 4});
+  bn.op("BatchNormalization", {x, bn.weight({3}), bn.weight({3}), bn.weight({3}), bn.weight({3}, 0.5f, 2.0f)});
+  check(bn);
+}
+
+// ---- data movement -------------------------------------------------------------
+
+TEST(CudaData, CopiesOfEveryKind) {
+  {
+    Graph g;
+    g.op("Transpose", {g.input({2, 3, 4, 5})}, {aints("perm", {0, 2, 3, 1})});
+    check(g);
+  }
+  {
+    Graph g;
+    g.op("Concat", {g.input({2, 3, 4}), g.input({2, 5, 4}), g.input({2, 1, 4})}, {ai("axis", 1)});
+    check(g);
+  }
+  {
+    Graph g;
+    const auto parts = g.node("Split", {g.input({3, 10, 2}), g.const_i64({3}, {2, 5, 3})}, {ai("axis", 1)}, 3);
+    for (int t : parts) g.output(t);
+    check(g);
+  }
+  {
+    Graph g;
+    const int x = g.input({6, 9, 5});
+    g.op("Slice", {x, g.const_i64({2}, {5, 1}), g.const_i64({2}, {-100, 8}), g.const_i64({2}, {0, 1}),
+                   g.const_i64({2}, {-2, 3})});
+    check(g);
+  }
+  {
+    Graph g;
+    g.op("Expand", {g.input({3, 1, 5}), g.const_i64({4}, {2, 3, 4, 5})});
+    check(g);
+  }
+  {
+    Graph g;
+    const int x = g.input({2, 3, 4});
+    g.op("Reshape", {x, g.const_i64({2}, {6, 4})});
+    check(g);
+  }
+  for (const char* mode : {"constant", "reflect", "edge"}) {
+    SCOPED_TRACE(mode);
+    Graph g;
+    g.op("Pad", {g.input({1, 2, 4, 5}), g.const_i64({8}, {0, 0, 2, 1, 0, 0, 1, 3}), g.const_f32({}, {0.5f})},
+         {as("mode", mode)});
+    check(g);
+  }
+}
+
+TEST(CudaData, Gather) {
+  Graph g;
+  const int data = g.input({10, 6});
+  g.op("Gather", {data, g.input_i64({2, 3}, {0, 9, -1, 4, 4, -10})}, {ai("axis", 0)});
+  check(g);
+  Graph inner;
+  inner.op("Gather", {inner.input({3, 7, 2}), inner.const_i64({2}, {6, 0})}, {ai("axis", 1)});
+  check(inner);
+}
+
+TEST(CudaData, GatherIndexOutOfRangeIsAnError) {
+  Graph g;
+  g.op("Gather", {g.input({10, 6}), g.input_i64({2}, {1, 10})}, {ai("axis", 0)});
+  const Result r = run(g, backend());
+  EXPECT_NE(r.status, KITE_OK);
+  EXPECT_NE(r.error.find("index 10 is out of range"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("Gather"), std::string::npos) << r.error;
+}
+
+TEST(CudaData, Resize) {
+  struct Case {
+    const char* mode;
+    const char* ct;
+    std::vector<float> scales;
+  };
+  const std::vector<Case> cases = {{"nearest", "asymmetric", {1, 1, 2, 2}},
+                                   {"nearest", "half_pixel", {1, 1, 1.5f, 0.5f}},
+                                   {"linear", "half_pixel", {1, 1, 2, 2}},
+                                   {"linear", "align_corners", {1, 1, 2.5f, 1.5f}},
+                                   {"linear", "pytorch_half_pixel", {1, 1, 0.5f, 2}},
+                                   {"cubic", "half_pixel", {1, 1, 2, 2}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.mode) + " " + c.ct);
+    Graph g;
+    const int x = g.input({1, 3, 6, 8});
+    g.op("Resize", {x, g.const_f32({0}, {}), g.const_f32({4}, c.scales)},
+         {as("mode", c.mode), as("coordinate_transformation_mode", c.ct)});
+    check(g);
+  }
+}
+
+// ---- pooling, reductions, normalisation -----------------------------------------
+
+TEST(CudaPool, PoolsAndReductions) {
+  {
+    Graph g;
+    g.op("MaxPool", {g.input({1, 4, 13, 13})}, {aints("kernel_shape", {3, 3}), aints("strides", {2, 2}),
+                                                 aints("pads", {1, 1, 1, 1})});
+    check(g);
+  }
+  {
+    Graph g;
+    g.op("MaxPool", {g.input({1, 2, 10, 10})}, {aints("kernel_shape", {3, 3}), aints("strides", {2, 2}), ai("ceil_mode", 1)});
+    check(g);
+  }
+  for (int include : {0, 1}) {
+    Graph g;
+    g.op("AveragePool", {g.input({2, 3, 9, 9})}, {aints("kernel_shape", {3, 3}), aints("pads", {1, 1, 1, 1}),
+                                                   ai("count_include_pad", include)});
+    check(g);
+  }
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    Graph g;
+    g.op(op, {g.input({2, 5, 7, 9})});
+    check(g);
+  }
+  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceL2", "ReduceLogSumExp", "ReduceProd"}) {
+    for (const std::vector<int64_t>& axes : std::vector<std::vector<int64_t>>{{2, 3}, {-1}, {1}, {}}) {
+      SCOPED_TRACE(std::string(op) + " axes " + std::to_string(axes.size()));
+      Graph g;
+      const int x = g.input({2, 6, 5, 40}, 0.5f, 1.5f);
+      std::vector<int> in = {x};
+      if (!axes.empty()) in.push_back(g.const_i64({static_cast<int64_t>(axes.size())}, axes));
+      g.op(op, in, {ai("keepdims", 1)});
+      check(g, {}, std::string(op) == "ReduceProd" ? 1e-3 : kTolerance);
+    }
+  }
+}
+
+TEST(CudaNorm, SoftmaxAndNorms) {
+  for (int axis : {-1, 1}) {
+    for (const char* op : {"Softmax", "LogSoftmax"}) {
+      Graph g;
+      g.op(op, {g.input({2, 7, 300}, -5.0f, 5.0f)}, {ai("axis", axis)});
+      check(g);
+    }
+  }
+  {
+    Graph g;
+    const int x = g.input({3, 5, 96});
+    g.op("LayerNormalization", {x, g.weight({96}), g.weight({96})}, {ai("axis", -1), af("epsilon", 1e-5f)});
+    check(g);
+  }
+  {
+    Graph g;
+    const int x = g.input({3, 64});
+    const int scale = g.weight({64});
+    const std::vector<kite::ops::Attr> attrs = {ai("axis", -1), af("epsilon", 1e-6f)};
+    g.begin_body();
+    const int y = g.op("LayerNormalization", {x, scale}, attrs);
+    g.fuse("LayerNormalization", "LayerNormalization", {x, scale}, attrs, {y});
+    check(g);
+  }
+  {
+    Graph g;
+    const int a = g.input({2, 9, 384});
+    const int b = g.input({2, 9, 384});
+    const int scale = g.weight({384}), bias = g.weight({384});
+    g.begin_body();
+    const int sum = g.op("Add", {a, b});
+    const int y = g.op("LayerNormalization", {sum, scale, bias}, {ai("axis", -1)});
+    g.fuse("SkipLayerNormalization", "Add+LayerNormalization", {a, b, scale, bias}, {ai("axis", -1)}, {y, sum});
+    g.output(y);
+    g.output(sum);
+    check(g);
+  }
+  {
+    Graph g;
+    g.op("InstanceNormalization", {g.input({2, 3, 6, 7}), g.weight({3}), g.weight({3})});
+    check(g);
+  }
+}
+
+// softmax(q kt * scale [+ mask]) v as the attention pattern's body.
+void attention(Graph& g, const Shape& qs, const Shape& kts, const Shape& vs, const Shape& mask_shape) {
+  const int q = g.input(qs), kt = g.input(kts), v = g.input(vs);
+  std::vector<int> in = {q, kt, v};
+  const int mask = mask_shape.empty() ? -1 : g.input(mask_shape, -4.0f, 0.0f);
+  if (mask >= 0) in.push_back(mask);
+  g.begin_body();
+  int s = g.op("Mul", {g.op("MatMul", {q, kt}), g.const_f32({}, {0.125f})});
+  if (mask >= 0) s = g.op("Add", {s, mask});
+  const int y = g.op("MatMul", {g.op("Softmax", {s}, {ai("axis", -1)}), v});
+  g.fuse("Attention", "Attention", in, {af("scale", 0.125f)}, {y});
+}
+
+TEST(CudaAttention, WithoutAndWithMask) {
+  struct Case {
+    Shape q, kt, v, mask;
+  };
+  const std::vector<Case> cases = {
+      {{1, 6, 17, 64}, {1, 6, 64, 17}, {1, 6, 17, 64}, {}},
+      {{2, 3, 5, 32}, {2, 3, 32, 300}, {2, 3, 300, 40}, {}},          // three key tiles
+      {{2, 3, 5, 32}, {2, 3, 32, 150}, {2, 3, 150, 40}, {2, 1, 1, 150}},  // padding-style mask
+      {{1, 2, 7, 16}, {1, 2, 16, 7}, {1, 2, 7, 16}, {7, 7}},           // causal-style mask
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const Case& c = cases[i];
+    Graph g;
+    attention(g, c.q, c.kt, c.v, c.mask);
+    check(g);
+  }
+}
+
+// ---- what the backend declines, and why ------------------------------------------
+
+TEST(CudaSupports, DeclinesWithAReason) {
+  // A primitive node declined runs on the CPU; a fused node declined runs
+  // its body on the CUDA backend (decomposed). The reason is kept.
+  struct Case {
+    std::string reason;
+    Graph g;
+    bool fused = false;
+  };
+  std::vector<Case> cases(3);
+  cases[1].fused = true;
+  cases[0].reason = "3-D convolution";
+  cases[0].g.op("Conv", {cases[0].g.input({1, 2, 4, 4, 4}), cases[0].g.weight({3, 2, 2, 2, 2})});
+  cases[1].reason = "head size 300";
+  attention(cases[1].g, {1, 4, 300}, {1, 300, 4}, {1, 4, 8}, {});
+  cases[2].reason = "resizing axis 1";
+  {
+    Graph& g = cases[2].g;
+    g.op("Resize", {g.input({1, 2, 4, 4}), g.const_f32({0}, {}), g.const_f32({4}, {1, 2, 1, 1})});
+  }
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.reason);
+    const Result r = run(c.g, backend() + ",cpu", {}, false);
+    ASSERT_EQ(r.status, KITE_OK) << r.error;
+    ASSERT_FALSE(r.placement.empty());
+    EXPECT_EQ(r.placement[0], c.fused ? backend() : "cpu");
+    EXPECT_EQ(r.decomposed[0], c.fused ? 1 : 0);
+    EXPECT_NE(r.reasons[0].find(c.reason), std::string::npos) << r.reasons[0];
+  }
+}
+
+}  // namespace
+}  // namespace kite::cudatest

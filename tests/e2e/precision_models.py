@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+# Python: the default python3 (pyenv 3.11), because it has onnx + numpy from pip.
+"""Half precision on the CPU (issue 18, host side).
+
+For each --onnx model (the model set):
+  1. kite-convert at --precision fp32, fp16 and mixed (--report for mixed);
+  2. kite-run (CPU backend) of all three on the same standard-normal inputs
+     (compare_with_ort.make_inputs, so not the converter's calibration
+     inputs, which are uniform in [-1, 1]);
+  3. mixed must match fp32 within --tol x max|ref| per output (default 1e-2,
+     the issue's bound and kite-convert's default --fp16-tolerance); the
+     forced fp16 file's error is printed, not asserted (fp16 forces every
+     node, including the ones mixed keeps in fp32 for a reason);
+  4. for the CNNs (--cnn NAME), the fp16 file is at most 0.55x the fp32
+     file: half the weight bytes plus the graph, which is small.
+A graph that keeps a run-time If (tests/e2e/test_runtime_if.py's
+computed_cond): fp16 matches fp32 on both branches, mixed refuses it naming
+the If. Then a model built to overflow fp16 -- a MatMul whose results reach ~1e5
+before a LayerNormalization, then a small MatMul -- must stay correct under
+mixed, the report must name the overflowing MatMul as kept in fp32 for
+overflow, and the forced fp16 file must be wrong there (non-finite or far
+off), which shows that the check can fail.
+
+Prints one line per check, a table of file sizes, then "N passed, N failed";
+exits 1 if anything failed.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_with_ort as cwo  # noqa: E402
+
+try:
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError as e:  # pragma: no cover
+    sys.exit(f"error: this script needs onnx ({e}); run it with the pip python3")
+
+
+def rel_error(ref, got):
+    r, g = ref.astype(np.float64), got.astype(np.float64)
+    if not np.all(np.isfinite(g)):
+        return float("inf")
+    peak = float(np.abs(r).max()) if r.size else 0.0
+    diff = float(np.abs(g - r).max()) if r.size else 0.0
+    return diff / peak if peak > 0 else diff
+
+
+class Checker:
+    def __init__(self, args):
+        self.args = args
+        self.results = []
+
+    def check(self, ok, label, detail=""):
+        self.results.append(bool(ok))
+        print(f"{label}: {'PASS' if ok else 'FAIL'}{' ' + detail if detail else ''}", flush=True)
+        return ok
+
+    def convert(self, onnx_path, kite_path, precision, extra=()):
+        cmd = [self.args.kite_convert, onnx_path, "-o", kite_path, "-q", "--precision", precision]
+        cmd += list(extra)
+        t0 = time.time()
+        rc, so, se, _ = cwo.run_tool(cmd, self.args.timeout)
+        return rc, so + se, time.time() - t0
+
+    def run(self, kite_path, input_args, out_dir):
+        os.makedirs(out_dir, exist_ok=True)
+        for f in os.listdir(out_dir):
+            os.remove(os.path.join(out_dir, f))
+        rc, so, se, _ = cwo.run_tool([self.args.kite_run, kite_path] + input_args +
+                                     ["--output-dir", out_dir], self.args.timeout)
+        return rc, so + se
+
+
+def read_outputs(out_dir, names):
+    return [np.load(os.path.join(out_dir, cwo.sanitize(n) + ".npy")) for n in names]
+
+
+def check_model(c, path, rows):
+    args = c.args
+    name = os.path.splitext(os.path.basename(path))[0]
+    wd = os.path.join(args.workdir, cwo.sanitize(name))
+    in_dir = os.path.join(wd, "inputs")
+    os.makedirs(in_dir, exist_ok=True)
+    model = onnx.load(path, load_external_data=False)
+    specs = cwo.graph_inputs(model, [])
+    feeds = cwo.make_inputs(model, specs, args.seed)
+    out_names = [o.name for o in model.graph.output]
+    input_args = []
+    for n, _, _, _ in specs:
+        f = os.path.join(in_dir, cwo.sanitize(n) + ".npy")
+        np.save(f, feeds[n])
+        input_args += ["--input", f"{n}={f}"]
+    files, outs, times = {}, {}, {}
+    for precision in ("fp32", "fp16", "mixed"):
+        kite_file = os.path.join(wd, f"{name}.{precision}.kite")
+        extra = ["--report", os.path.join(wd, f"{name}.{precision}.json")]
+        rc, text, t = c.convert(path, kite_file, precision, extra)
+        times[precision] = t
+        if not c.check(rc == 0, f"{name}: convert --precision {precision}",
+                       f"({t:.1f} s)" if rc == 0 else cwo.last_lines(text)):
+            return
+        files[precision] = kite_file
+        rc, text = c.run(kite_file, input_args, os.path.join(wd, f"out_{precision}"))
+        if not c.check(rc == 0, f"{name}: kite-run {precision}", "" if rc == 0 else cwo.last_lines(text)):
+            return
+        outs[precision] = read_outputs(os.path.join(wd, f"out_{precision}"), out_names)
+    for k, oname in enumerate(out_names):
+        ref = outs["fp32"][k]
+        if not np.issubdtype(ref.dtype, np.floating):
+            c.check(np.array_equal(ref, outs["mixed"][k]), f"{name}:{oname}: mixed equals fp32 (non-float)")
+            continue
+        e_mixed = rel_error(ref, outs["mixed"][k])
+        e_fp16 = rel_error(ref, outs["fp16"][k])
+        c.check(e_mixed <= args.tol, f"{name}:{oname}: mixed vs fp32",
+                f"max|diff|/max|ref| = {e_mixed:.3g} (tol {args.tol:g}); forced fp16: {e_fp16:.3g}")
+    if name in args.budget:
+        # With a memory budget: the budget is met on the fp32 graph, then
+        # the precision applies; the result must still match.
+        kite_file = os.path.join(wd, f"{name}.mixed_budget.kite")
+        rc, text, _ = c.convert(path, kite_file, "mixed", ["--memory-budget", "0.6x"])
+        if c.check(rc == 0, f"{name}: convert --precision mixed --memory-budget 0.6x",
+                   "" if rc == 0 else cwo.last_lines(text)):
+            out_dir = os.path.join(wd, "out_mixed_budget")
+            rc, text = c.run(kite_file, input_args + ["--poison"], out_dir)
+            if c.check(rc == 0, f"{name}: kite-run mixed with a budget (arena poisoned)",
+                       "" if rc == 0 else cwo.last_lines(text)):
+                for k, got in enumerate(read_outputs(out_dir, out_names)):
+                    e = rel_error(outs["fp32"][k], got)
+                    c.check(e <= args.tol, f"{name}:{out_names[k]}: mixed with a budget vs fp32", f"{e:.3g}")
+    sizes = {p: os.path.getsize(f) for p, f in files.items()}
+    with open(os.path.join(wd, f"{name}.mixed.json")) as f:
+        rep = json.load(f)["precision"]
+    kept = [n for n in rep["nodes"] if n["precision"] == "fp32" and
+            (n["reason"].startswith("overflow") or n["reason"].startswith("error") or
+             n["reason"].startswith("the whole"))]
+    if name in args.cnn:
+        ratio = sizes["fp16"] / sizes["fp32"]
+        c.check(ratio <= 0.55, f"{name}: fp16 file / fp32 file", f"= {ratio:.3f} (at most 0.55)")
+    rows.append((name, sizes["fp32"], sizes["fp16"], sizes["mixed"], rep["fp16_nodes"], rep["fp32_nodes"],
+                 len(kept), rep["casts"], rep["final_error"], times["mixed"]))
+
+
+def make_overflow_model(path):
+    """x[1,64] -> MatMul W1 (entries +-10000; for x uniform in [-1, 1] each
+    h_j has standard deviation 10000 * sqrt(64 / 3) ~ 4.6e4, so the largest
+    of the 64 reaches ~1e5) -> LayerNormalization -> MatMul W2 (small) -> y. Half's largest finite
+    value is 65504, so W1's MatMul overflows in fp16; the normalization
+    brings the values back to O(1), and everything after it is fine in fp16."""
+    rs = np.random.RandomState(18)
+    w1 = (np.sign(rs.standard_normal((64, 64))) * 10000.0).astype(np.float32)
+    w2 = (rs.standard_normal((64, 16)) * 0.1).astype(np.float32)
+    scale = np.ones(64, np.float32)
+    bias = np.zeros(64, np.float32)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"], name="big_matmul"),
+        helper.make_node("LayerNormalization", ["h", "scale", "bias"], ["n"], name="norm", axis=-1),
+        helper.make_node("MatMul", ["n", "w2"], ["y"], name="small_matmul"),
+    ]
+    graph = helper.make_graph(
+        nodes, "overflow",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
+        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2"),
+         numpy_helper.from_array(scale, "scale"), numpy_helper.from_array(bias, "bias")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return w1
+
+
+def check_overflow(c):
+    wd = os.path.join(c.args.workdir, "overflow")
+    os.makedirs(wd, exist_ok=True)
+    path = os.path.join(wd, "overflow.onnx")
+    w1 = make_overflow_model(path)
+    x = np.random.RandomState(c.args.seed).uniform(-1, 1, (1, 64)).astype(np.float32)
+    xf = os.path.join(wd, "x.npy")
+    np.save(xf, x)
+    outs = {}
+    for precision in ("fp32", "fp16", "mixed"):
+        kite_file = os.path.join(wd, f"overflow.{precision}.kite")
+        rc, text, _ = c.convert(path, kite_file, precision,
+                                ["--report", os.path.join(wd, f"overflow.{precision}.json")])
+        if not c.check(rc == 0, f"overflow: convert --precision {precision}", "" if rc == 0 else cwo.last_lines(text)):
+            return
+        rc, text = c.run(kite_file, ["--input", f"x={xf}"], os.path.join(wd, f"out_{precision}"))
+        if not c.check(rc == 0, f"overflow: kite-run {precision}", "" if rc == 0 else cwo.last_lines(text)):
+            return
+        outs[precision] = read_outputs(os.path.join(wd, f"out_{precision}"), ["y"])[0]
+    # The MatMul's values really exceed half's range on this input.
+    h = x.astype(np.float64) @ w1.astype(np.float64)
+    c.check(np.abs(h).max() > 65504, "overflow: the model's first MatMul exceeds 65504",
+            f"(max|h| = {np.abs(h).max():.3g})")
+    e_mixed = rel_error(outs["fp32"], outs["mixed"])
+    e_fp16 = rel_error(outs["fp32"], outs["fp16"])
+    c.check(e_mixed <= c.args.tol, "overflow: mixed vs fp32", f"error {e_mixed:.3g} (tol {c.args.tol:g})")
+    c.check(not (e_fp16 <= c.args.tol), "overflow: forced fp16 is wrong (the check can fail)",
+            f"error {e_fp16:.3g}")
+    with open(os.path.join(wd, "overflow.mixed.json")) as f:
+        nodes = {n["name"]: n for n in json.load(f)["precision"]["nodes"]}
+    big = nodes.get("big_matmul", {})
+    c.check(big.get("precision") == "fp32" and big.get("reason", "").startswith("overflow"),
+            "overflow: the report keeps big_matmul in fp32 for overflow", f"({big.get('reason')})")
+    c.check(nodes.get("small_matmul", {}).get("precision") == "fp16",
+            "overflow: small_matmul runs in fp16", f"({nodes.get('small_matmul', {}).get('reason')})")
+    c.check(nodes.get("norm", {}).get("precision") == "fp32", "overflow: the LayerNormalization stays fp32")
+    # --calibration DIR: one .npy per sample for a one-input model.
+    cal = os.path.join(wd, "calibration")
+    os.makedirs(cal, exist_ok=True)
+    rs = np.random.RandomState(7)
+    for k in range(2):
+        np.save(os.path.join(cal, f"sample{k}.npy"), rs.uniform(-1, 1, (1, 64)).astype(np.float32))
+    rep_path = os.path.join(wd, "overflow.calibrated.json")
+    rc, text, _ = c.convert(path, os.path.join(wd, "overflow.calibrated.kite"), "mixed",
+                            ["--calibration", cal, "--report", rep_path])
+    if c.check(rc == 0, "overflow: convert --precision mixed --calibration", "" if rc == 0 else cwo.last_lines(text)):
+        with open(rep_path) as f:
+            rep = json.load(f)["precision"]
+        nodes = {n["name"]: n for n in rep["nodes"]}
+        c.check(rep["inputs"].startswith("calibration (2 sample"), "overflow: the report names the calibration",
+                f"({rep['inputs']})")
+        c.check(nodes["big_matmul"]["precision"] == "fp32", "overflow: calibrated, big_matmul kept in fp32")
+    # A calibration value of the wrong shape is refused, naming the input.
+    bad = os.path.join(wd, "bad_calibration")
+    os.makedirs(bad, exist_ok=True)
+    np.save(os.path.join(bad, "x.npy"), np.zeros((1, 32), np.float32))
+    rc, text, _ = c.convert(path, os.path.join(wd, "bad.kite"), "mixed", ["--calibration", bad])
+    c.check(rc != 0 and "input 'x'" in text and "1x32" in text and not os.path.exists(os.path.join(wd, "bad.kite")),
+            "overflow: a calibration value of the wrong shape is refused, naming the input",
+            f"(exit {rc}: {cwo.last_lines(text, 1)})")
+
+
+def check_runtime_if(c):
+    """A graph keeping an If (condition computed at run time): fp16 converts
+    it and matches fp32 on both branches; mixed refuses it, naming the If."""
+    import test_runtime_if as rif
+    wd = os.path.join(c.args.workdir, "runtime_if")
+    os.makedirs(wd, exist_ok=True)
+    graph, cases = rif.computed_cond_model()
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", rif.OPSET)])
+    model.ir_version = 8
+    path = os.path.join(wd, "if.onnx")
+    onnx.save(model, path)
+    rc, text, _ = c.convert(path, os.path.join(wd, "if.mixed.kite"), "mixed")
+    c.check(rc != 0 and "If '" in text and "use --precision fp16 or fp32" in text,
+            "runtime_if: mixed refuses a graph with a run-time If, naming it", cwo.last_lines(text, 1))
+    for precision in ("fp32", "fp16"):
+        rc, text, _ = c.convert(path, os.path.join(wd, f"if.{precision}.kite"), precision)
+        if not c.check(rc == 0, f"runtime_if: convert --precision {precision}", "" if rc == 0 else cwo.last_lines(text)):
+            return
+    for name, feeds in cases:
+        args = []
+        for k, v in feeds.items():
+            f = os.path.join(wd, f"{name}_{k}.npy")
+            np.save(f, v)
+            args += ["--input", f"{k}={f}"]
+        outs = {}
+        for precision in ("fp32", "fp16"):
+            out_dir = os.path.join(wd, f"out_{name}_{precision}")
+            rc, text = c.run(os.path.join(wd, f"if.{precision}.kite"), args, out_dir)
+            if not c.check(rc == 0, f"runtime_if {name}: kite-run {precision}", "" if rc == 0 else cwo.last_lines(text)):
+                return
+            outs[precision] = read_outputs(out_dir, [o.name for o in graph.output])
+        for k, ref in enumerate(outs["fp32"]):
+            e = rel_error(ref, outs["fp16"][k])
+            c.check(e <= c.args.tol, f"runtime_if {name}: fp16 vs fp32", f"{e:.3g}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kite-convert", required=True)
+    ap.add_argument("--kite-run", required=True, nargs="+")
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--onnx", action="append", default=[])
+    ap.add_argument("--cnn", action="append", default=[], help="model names held to the 0.55x size bound")
+    ap.add_argument("--budget", action="append", default=[],
+                    help="model names also converted with --memory-budget 0.6x")
+    ap.add_argument("--tol", type=float, default=1e-2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--timeout", type=float, default=900)
+    args = ap.parse_args()
+    # kite-run may be a command with arguments (an emulator in front).
+    run_cmd = args.kite_run
+    args.kite_run = run_cmd[0] if len(run_cmd) == 1 else None
+    c = Checker(args)
+    if args.kite_run is None:
+        orig = c.run
+
+        def run_with_prefix(kite_path, input_args, out_dir):
+            os.makedirs(out_dir, exist_ok=True)
+            for f in os.listdir(out_dir):
+                os.remove(os.path.join(out_dir, f))
+            rc, so, se, _ = cwo.run_tool(run_cmd + [kite_path] + input_args + ["--output-dir", out_dir],
+                                         args.timeout)
+            return rc, so + se
+        del orig
+        c.run = run_with_prefix
+    check_overflow(c)
+    check_runtime_if(c)
+    rows = []
+    for path in args.onnx:
+        check_model(c, path, rows)
+    if rows:
+        print(f"\n{'model':22s} {'fp32 file':>12s} {'fp16 file':>12s} {'ratio':>6s} {'mixed file':>12s} "
+              f"{'fp16/fp32 nodes (mixed)':>24s} {'kept':>5s} {'casts':>6s} {'error':>8s} {'convert':>8s}")
+        for name, s32, s16, smx, n16, n32, kept, casts, err, t in rows:
+            print(f"{name:22s} {s32:12d} {s16:12d} {s16 / s32:6.3f} {smx:12d} {f'{n16}/{n32}':>24s} "
+                  f"{kept:5d} {casts:6d} {err if err is not None else float('nan'):8.2g} {t:7.1f}s")
+    passed = sum(c.results)
+    failed = len(c.results) - passed
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
