@@ -32,6 +32,7 @@
 // sign and payload, quiet bit set), which tests/unit/half_test.cpp checks.
 #if !defined(__CUDACC__) && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define KITE_HALF_F16C 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -126,8 +127,20 @@ __attribute__((target("avx,f16c"))) inline void narrow_f16c(const float* f, uint
   }
   for (; i < n; ++i) h[i] = float_to_half(f[i]);
 }
+// Read from CPUID rather than __builtin_cpu_supports: clang 14 (the
+// sanitizer builds) rejects the "f16c" feature string. F16C needs AVX and
+// an OS that saves the YMM registers (OSXSAVE, then XCR0 bits 1 and 2).
+inline bool detect_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  const bool osxsave = (ecx >> 27) & 1u, avx = (ecx >> 28) & 1u, f16c = (ecx >> 29) & 1u;
+  if (!(osxsave && avx && f16c)) return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  return (xcr0_lo & 0x6u) == 0x6u;
+}
 inline bool has_f16c() {
-  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool yes = detect_f16c();
   return yes;
 }
 #endif
