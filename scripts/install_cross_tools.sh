@@ -7,14 +7,5 @@
 # /usr/src/googletest (Debian's googletest, which setup.sh installs with
 # libgtest-dev), FlatBuffers and Vulkan need only their headers.
 set -euo pipefail
-missing=()
-for p in g++-aarch64-linux-gnu qemu-user googletest; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  echo "install_cross_tools: installing Debian packages: ${missing[*]}"
-  $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+source "$(dirname "$0")/apt_install.sh"
+kite_apt_install install_cross_tools g++-aarch64-linux-gnu qemu-user googletest

@@ -48,16 +48,7 @@ bash scripts/build.sh asan
 ctest --preset asan -j "$(nproc)"
 
 # ThreadSanitizer needs clang and its runtime (libclang_rt.tsan).
-missing=()
-for p in clang libclang-rt-14-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  echo "run_tests: installing Debian packages: ${missing[*]}"
-  $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+source scripts/apt_install.sh
+kite_apt_install run_tests clang libclang-rt-14-dev
 bash scripts/build.sh tsan
 ctest --preset tsan -j "$(nproc)"

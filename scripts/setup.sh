@@ -8,8 +8,6 @@
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 DEB_PACKAGES=(
   build-essential cmake ninja-build git pkg-config file dpkg-dev
@@ -24,15 +22,8 @@ DEB_PACKAGES=(
   libvulkan-dev glslc spirv-tools vulkan-validationlayers mesa-vulkan-drivers vulkan-tools
 )
 
-missing=()
-for p in "${DEB_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "setup: installing Debian packages: ${missing[*]}"
-  $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+source "$(dirname "$0")/apt_install.sh"
+kite_apt_install setup "${DEB_PACKAGES[@]}"
 
 # The default python3 (may be the same as /usr/bin/python3) gets the PyPI
 # packages that give reference outputs.
