@@ -572,13 +572,6 @@ TEST(HostileFile, TruncationInPlaceAfterLoadingIsSigbus) {
 
 // ---- the sanitizers themselves ------------------------------------------------
 
-#if defined(__SANITIZE_ADDRESS__)
-#define KITE_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KITE_TEST_ASAN 1
-#endif
-#endif
 
 #ifdef KITE_TEST_ASAN
 TEST(HostileSanitizers, LeakDetectionIsOnInTheAsanRun) {

@@ -13,15 +13,9 @@
 #include <string>
 
 #include "harness.h"
+#include "kite_test_sanitizers.h"
 #include "kite_test_skip.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define KITE_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KITE_TEST_ASAN 1
-#endif
-#endif
 
 namespace {
 
