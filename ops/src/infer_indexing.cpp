@@ -11,33 +11,6 @@
 namespace kite::ops::detail {
 namespace {
 
-// Constant index values of input i must lie in [-dim, dim) (dim_of(k) gives
-// the dim element k indexes). A kernel checks run-time indices itself.
-template <typename DimOf>
-bool check_constant_indices(Ctx& c, size_t i, DimOf dim_of) {
-  const TensorType& t = c.in(i);
-  if (!t.data) return true;
-  const int64_t n = t.numel();
-  const auto* bytes = static_cast<const unsigned char*>(t.data);
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t v = 0;
-    if (t.dtype == KITE_DTYPE_INT64) {
-      std::memcpy(&v, bytes + k * 8, 8);
-    } else {
-      int32_t v32 = 0;
-      std::memcpy(&v32, bytes + k * 4, 4);
-      v = v32;
-    }
-    const int64_t dim = dim_of(k);
-    if (v < -dim || v >= dim) {
-      return c.fail(c.input_label(i, "indices") + " holds " + std::to_string(v) + " at position " +
-                    std::to_string(k) + ", out of range [" + std::to_string(-dim) + ", " +
-                    std::to_string(dim - 1) + "]");
-    }
-  }
-  return true;
-}
-
 bool infer_isnan(Ctx& c) {
   if (!c.arity(1, 1, 1, 1) || !c.dtype_in(0, "X", kFloat)) return false;
   if (c.node.op == "IsInf") {
@@ -102,17 +75,10 @@ bool infer_gather_elements(Ctx& c) {
       !c.axis("attribute 'axis'", axis, c.rank(0), &axis)) {
     return false;
   }
-  const auto& data = c.shape(0);
-  const auto& idx = c.shape(1);
-  for (int d = 0; d < c.rank(0); ++d) {
-    if (d != axis && idx[d] > data[d]) {
-      return c.fail(c.input_label(1, "indices") + " has shape " + shape_string(idx) +
-                    ", larger than data's " + shape_string(data) + " in dim " + std::to_string(d));
-    }
-  }
-  const int64_t dim = data[axis];
-  if (!check_constant_indices(c, 1, [dim](int64_t) { return dim; })) return false;
-  return c.set(0, c.in(0).dtype, idx);
+  if (!c.indices_fit_data(1, 0, axis)) return false;
+  const int64_t dim = c.shape(0)[axis];
+  if (!c.constant_indices_in_range(1, [dim](int64_t) { return dim; })) return false;
+  return c.set(0, c.in(0).dtype, c.shape(1));
 }
 
 bool infer_scatter_elements(Ctx& c) {
@@ -136,16 +102,9 @@ bool infer_scatter_elements(Ctx& c) {
     return c.fail(c.input_label(2, "updates") + " has shape " + shape_string(c.shape(2)) +
                   ", expected the indices' " + shape_string(c.shape(1)));
   }
-  const auto& data = c.shape(0);
-  const auto& idx = c.shape(1);
-  for (int d = 0; d < c.rank(0); ++d) {
-    if (d != axis && idx[d] > data[d]) {
-      return c.fail(c.input_label(1, "indices") + " has shape " + shape_string(idx) +
-                    ", larger than data's " + shape_string(data) + " in dim " + std::to_string(d));
-    }
-  }
-  const int64_t dim = data[axis];
-  if (!check_constant_indices(c, 1, [dim](int64_t) { return dim; })) return false;
+  if (!c.indices_fit_data(1, 0, axis)) return false;
+  const int64_t dim = c.shape(0)[axis];
+  if (!c.constant_indices_in_range(1, [dim](int64_t) { return dim; })) return false;
   return c.same_as_input(0, 0);
 }
 
@@ -174,7 +133,7 @@ bool infer_gather_nd(Ctx& c) {
     return c.fail(c.input_label(1, "indices") + " has last dim " + std::to_string(k) +
                   ", expected [1, " + std::to_string(r - b) + "]");
   }
-  if (!check_constant_indices(c, 1, [&](int64_t e) { return data[b + e % k]; })) return false;
+  if (!c.constant_indices_in_range(1, [&](int64_t e) { return data[b + e % k]; })) return false;
   std::vector<int64_t> shape(idx.begin(), idx.end() - 1);
   shape.insert(shape.end(), data.begin() + b + k, data.end());
   return c.set(0, c.in(0).dtype, shape);
@@ -208,7 +167,7 @@ bool infer_scatter_nd(Ctx& c) {
     return c.fail(c.input_label(2, "updates") + " has shape " + shape_string(c.shape(2)) +
                   ", expected " + shape_string(expect));
   }
-  if (!check_constant_indices(c, 1, [&](int64_t e) { return data[e % k]; })) return false;
+  if (!c.constant_indices_in_range(1, [&](int64_t e) { return data[e % k]; })) return false;
   return c.same_as_input(0, 0);
 }
 

@@ -277,6 +277,42 @@ bool Ctx::read_scalar(size_t i, const char* role, double* v) {
   return true;
 }
 
+bool Ctx::constant_indices_in_range(size_t i, const std::function<int64_t(int64_t)>& dim_of) {
+  const TensorType& t = in(i);
+  if (!t.data) return true;
+  const int64_t n = t.numel();
+  const auto* bytes = static_cast<const unsigned char*>(t.data);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t v = 0;
+    if (t.dtype == KITE_DTYPE_INT64) {
+      std::memcpy(&v, bytes + k * 8, 8);
+    } else {
+      int32_t v32 = 0;
+      std::memcpy(&v32, bytes + k * 4, 4);
+      v = v32;
+    }
+    const int64_t dim = dim_of(k);
+    if (v < -dim || v >= dim) {
+      return fail(input_label(i, "indices") + " holds " + std::to_string(v) + " at position " +
+                  std::to_string(k) + ", out of range [" + std::to_string(-dim) + ", " +
+                  std::to_string(dim - 1) + "]");
+    }
+  }
+  return true;
+}
+
+bool Ctx::indices_fit_data(size_t i, size_t j, int64_t axis) {
+  const auto& data = shape(j);
+  const auto& idx = shape(i);
+  for (int d = 0; d < rank(j); ++d) {
+    if (d != axis && idx[d] > data[d]) {
+      return fail(input_label(i, "indices") + " has shape " + shape_string(idx) +
+                  ", larger than data's " + shape_string(data) + " in dim " + std::to_string(d));
+    }
+  }
+  return true;
+}
+
 bool Ctx::set(int k, kite_dtype dtype, std::vector<int64_t> s) {
   if (k < 0 || static_cast<size_t>(k) >= out.size()) return true;  // output not requested
   if (s.size() > KITE_MAX_RANK) {

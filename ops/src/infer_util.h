@@ -104,6 +104,14 @@ class Ctx {
   bool value_count(size_t i, const char* role, size_t max_count, int64_t* n);
   // Reads a scalar (numel 1, rank <= 1) of any numeric dtype as double.
   bool read_scalar(size_t i, const char* role, double* v);
+  // Constant int32/int64 index values of input i lie in [-dim, dim), where
+  // dim_of(k) is the dim element k indexes (Gather, GatherElements,
+  // ScatterElements, GatherND). Unknown values pass: a kernel checks
+  // run-time indices itself.
+  bool constant_indices_in_range(size_t i, const std::function<int64_t(int64_t)>& dim_of);
+  // GatherElements/ScatterElements: input i (indices) is no larger than
+  // input j (data) in every dim but `axis`.
+  bool indices_fit_data(size_t i, size_t j, int64_t axis);
 
   // ---- outputs ----
   // Sets output k if the node has it; checks rank and byte size.
