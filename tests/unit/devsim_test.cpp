@@ -85,6 +85,30 @@ struct Result {
   DevsimStats devsim;
 };
 
+// A model loaded from memory and session options naming `backends` and the
+// test plugins' folder, both destroyed with it; the tests make and destroy
+// their sessions themselves.
+struct ModelAndOptions {
+  ModelAndOptions(const kite::ir::Model& model, const char* backends) : bytes(kite::test::serialize_or_die(model)) {
+    EXPECT_EQ(kite_model_load_memory(bytes.data(), bytes.size(), &m), KITE_OK) << kite_last_error();
+    kite_session_options_create(&o);
+    kite_session_options_set_backends(o, backends);
+    kite_session_options_set_backend_path(o, KITE_TEST_PLUGIN_DIR);
+  }
+  ~ModelAndOptions() {
+    kite_session_options_destroy(o);
+    kite_model_destroy(m);
+  }
+  ModelAndOptions(const ModelAndOptions&) = delete;
+  ModelAndOptions& operator=(const ModelAndOptions&) = delete;
+  void devsim_option(const char* key, const char* value) {
+    EXPECT_EQ(kite_session_options_set_backend_option(o, "devsim", key, value), KITE_OK) << kite_last_error();
+  }
+  std::vector<uint8_t> bytes;
+  kite_model* m = nullptr;
+  kite_session_options* o = nullptr;
+};
+
 // Creates a session of `model` on `backends` with devsim `options`, runs it
 // `runs` times, and reads everything back.
 Result run(const kite::ir::Model& model, const char* backends, Options options, int runs = 1,
@@ -93,22 +117,13 @@ Result run(const kite::ir::Model& model, const char* backends, Options options, 
   const std::string stats_file = temp_path(stats_stem);
   std::remove(stats_file.c_str());
   options.emplace_back("stats", stats_file);
-  const auto bytes = kite::test::serialize_or_die(model);
-  kite_model* m = nullptr;
-  kite_session_options* o = nullptr;
-  kite_session* s = nullptr;
-  EXPECT_EQ(kite_model_load_memory(bytes.data(), bytes.size(), &m), KITE_OK) << kite_last_error();
-  kite_session_options_create(&o);
-  kite_session_options_set_backends(o, backends);
-  kite_session_options_set_backend_path(o, KITE_TEST_PLUGIN_DIR);
-  kite_session_options_set_threads(o, 1);
+  ModelAndOptions setup(model, backends);
+  kite_session_options_set_threads(setup.o, 1);
   if (std::string(backends).find("devsim") != std::string::npos) {
-    for (const auto& kv : options) {
-      EXPECT_EQ(kite_session_options_set_backend_option(o, "devsim", kv.first.c_str(), kv.second.c_str()),
-                KITE_OK);
-    }
+    for (const auto& kv : options) setup.devsim_option(kv.first.c_str(), kv.second.c_str());
   }
-  r.status = kite_session_create(m, o, &s);
+  kite_session* s = nullptr;
+  r.status = kite_session_create(setup.m, setup.o, &s);
   r.error = kite_last_error();
   if (r.status == KITE_OK) {
     const auto x = input_values();
@@ -141,8 +156,6 @@ Result run(const kite::ir::Model& model, const char* backends, Options options, 
     }
   }
   kite_session_destroy(s);  // devsim writes its counters now
-  kite_session_options_destroy(o);
-  kite_model_destroy(m);
   r.devsim = read_stats(stats_file);
   std::remove(stats_file.c_str());
   return r;
@@ -371,13 +384,9 @@ INSTANTIATE_TEST_SUITE_P(
     failure_name);
 
 TEST(DevsimFailures, ALostDeviceStaysLost) {
-  const auto bytes = kite::test::serialize_or_die(kite::test::conv_relu_add_model(false));
-  kite_model* m = nullptr;
-  ASSERT_EQ(kite_model_load_memory(bytes.data(), bytes.size(), &m), KITE_OK);
-  kite_session_options* o = nullptr;
-  kite_session_options_create(&o);
-  kite_session_options_set_backends(o, "devsim,cpu");
-  kite_session_options_set_backend_path(o, KITE_TEST_PLUGIN_DIR);
+  ModelAndOptions setup(kite::test::conv_relu_add_model(false), "devsim,cpu");
+  kite_model* m = setup.m;
+  kite_session_options* o = setup.o;
   kite_session_options_set_backend_option(o, "devsim", "unified", "1");
   kite_session_options_set_backend_option(o, "devsim", "fail", "lost");
   kite_session_options_set_backend_option(o, "devsim", "fail_after", "1");
@@ -389,8 +398,6 @@ TEST(DevsimFailures, ALostDeviceStaysLost) {
   EXPECT_EQ(kite_session_run(s), KITE_ERROR_DEVICE_LOST);
   EXPECT_NE(std::string(kite_last_error()).find("lost earlier"), std::string::npos) << kite_last_error();
   kite_session_destroy(s);
-  kite_session_options_destroy(o);
-  kite_model_destroy(m);
 }
 
 // ---- options --------------------------------------------------------------------
@@ -455,13 +462,9 @@ TEST(DevsimOptions, ExternalQueueIsCheckedLikeOtherOptions) {
 }
 
 TEST(DevsimOptions, LogCallbackReceivesTheBackendsMessages) {
-  const auto bytes = kite::test::serialize_or_die(kite::test::add_relu_model());
-  kite_model* m = nullptr;
-  ASSERT_EQ(kite_model_load_memory(bytes.data(), bytes.size(), &m), KITE_OK);
-  kite_session_options* o = nullptr;
-  kite_session_options_create(&o);
-  kite_session_options_set_backends(o, "devsim,cpu");
-  kite_session_options_set_backend_path(o, KITE_TEST_PLUGIN_DIR);
+  ModelAndOptions setup(kite::test::add_relu_model(), "devsim,cpu");
+  kite_model* m = setup.m;
+  kite_session_options* o = setup.o;
   kite_session_options_set_backend_option(o, "devsim", "unified", "1");
   std::vector<std::string> log;
   ASSERT_EQ(kite_session_options_set_log_callback(
@@ -477,20 +480,14 @@ TEST(DevsimOptions, LogCallbackReceivesTheBackendsMessages) {
   ASSERT_EQ(log.size(), 1u);
   EXPECT_EQ(log[0], "2 devsim: instance on device 0 (unified=1)");
   kite_session_destroy(s);
-  kite_session_options_destroy(o);
-  kite_model_destroy(m);
 }
 
 // ---- devices: one per process and index, shared by sessions -------------------
 
 TEST(DevsimDevices, SessionsOnADeviceShareOneContext) {
-  const auto bytes = kite::test::serialize_or_die(kite::test::add_relu_model());
-  kite_model* m = nullptr;
-  ASSERT_EQ(kite_model_load_memory(bytes.data(), bytes.size(), &m), KITE_OK);
-  kite_session_options* o = nullptr;
-  kite_session_options_create(&o);
-  kite_session_options_set_backends(o, "devsim,cpu");
-  kite_session_options_set_backend_path(o, KITE_TEST_PLUGIN_DIR);
+  ModelAndOptions setup(kite::test::add_relu_model(), "devsim,cpu");
+  kite_model* m = setup.m;
+  kite_session_options* o = setup.o;
   kite_session* a = nullptr;
   kite_session* b = nullptr;
   ASSERT_EQ(kite_session_create(m, o, &a), KITE_OK) << kite_last_error();
@@ -524,8 +521,6 @@ TEST(DevsimDevices, SessionsOnADeviceShareOneContext) {
   kite_session_destroy(a);
   kite_session_destroy(b);
   dlclose(handle);
-  kite_session_options_destroy(o);
-  kite_model_destroy(m);
 }
 
 // Sessions created, run and destroyed on many threads at once share the
@@ -568,13 +563,9 @@ TEST_F(Devsim, ThreadsSessionsShareOneDevice) {
 // ---- application buffers and asynchronous runs -------------------------------
 
 TEST_F(Devsim, ApplicationBuffersSkipTheHost) {
-  const auto bytes = kite::test::serialize_or_die(kite::test::conv_relu_add_model(false));
-  kite_model* m = nullptr;
-  ASSERT_EQ(kite_model_load_memory(bytes.data(), bytes.size(), &m), KITE_OK);
-  kite_session_options* o = nullptr;
-  kite_session_options_create(&o);
-  kite_session_options_set_backends(o, "devsim,cpu");
-  kite_session_options_set_backend_path(o, KITE_TEST_PLUGIN_DIR);
+  ModelAndOptions setup(kite::test::conv_relu_add_model(false), "devsim,cpu");
+  kite_model* m = setup.m;
+  kite_session_options* o = setup.o;
   kite_session_options_set_threads(o, 1);
   kite_session* s = nullptr;
   ASSERT_EQ(kite_session_create(m, o, &s), KITE_OK) << kite_last_error();
@@ -607,18 +598,12 @@ TEST_F(Devsim, ApplicationBuffersSkipTheHost) {
   ASSERT_EQ(kite_session_get_output(s, 0, y, sizeof y), KITE_OK);
   EXPECT_EQ(std::vector<float>(y, y + 100), reference_.y);
   kite_session_destroy(s);
-  kite_session_options_destroy(o);
-  kite_model_destroy(m);
 }
 
 TEST(DevsimFailures, AFailingDeviceCopyOfAnApplicationBufferNamesIt) {
-  const auto bytes = kite::test::serialize_or_die(kite::test::conv_relu_add_model(false));
-  kite_model* m = nullptr;
-  ASSERT_EQ(kite_model_load_memory(bytes.data(), bytes.size(), &m), KITE_OK);
-  kite_session_options* o = nullptr;
-  kite_session_options_create(&o);
-  kite_session_options_set_backends(o, "devsim,cpu");
-  kite_session_options_set_backend_path(o, KITE_TEST_PLUGIN_DIR);
+  ModelAndOptions setup(kite::test::conv_relu_add_model(false), "devsim,cpu");
+  kite_model* m = setup.m;
+  kite_session_options* o = setup.o;
   kite_session_options_set_backend_option(o, "devsim", "fail", "copy");
   kite_session* s = nullptr;
   ASSERT_EQ(kite_session_create(m, o, &s), KITE_OK) << kite_last_error();
@@ -630,18 +615,12 @@ TEST(DevsimFailures, AFailingDeviceCopyOfAnApplicationBufferNamesIt) {
             std::string::npos) << error;
   EXPECT_NE(error.find("simulated failure of copy"), std::string::npos) << error;
   kite_session_destroy(s);
-  kite_session_options_destroy(o);
-  kite_model_destroy(m);
 }
 
 TEST_F(Devsim, AsyncRunFinishesInWait) {
-  const auto bytes = kite::test::serialize_or_die(kite::test::conv_relu_add_model(false));
-  kite_model* m = nullptr;
-  ASSERT_EQ(kite_model_load_memory(bytes.data(), bytes.size(), &m), KITE_OK);
-  kite_session_options* o = nullptr;
-  kite_session_options_create(&o);
-  kite_session_options_set_backends(o, "devsim,cpu");
-  kite_session_options_set_backend_path(o, KITE_TEST_PLUGIN_DIR);
+  ModelAndOptions setup(kite::test::conv_relu_add_model(false), "devsim,cpu");
+  kite_model* m = setup.m;
+  kite_session_options* o = setup.o;
   kite_session_options_set_backend_option(o, "devsim", "unified", "1");
   kite_session_options_set_threads(o, 1);
   kite_session* s = nullptr;
@@ -658,8 +637,6 @@ TEST_F(Devsim, AsyncRunFinishesInWait) {
   // Destroying a session with a run in flight waits for it.
   ASSERT_EQ(kite_session_run_async(s), KITE_OK);
   kite_session_destroy(s);
-  kite_session_options_destroy(o);
-  kite_model_destroy(m);
 }
 
 // ---- the worked example of docs/BACKENDS.md ----------------------------------
