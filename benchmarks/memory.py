@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 
+from bench_common import find_tool
+
 ORT_CHILD = r'''
 import resource, sys, numpy as np, onnxruntime as ort
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -38,14 +40,6 @@ s.run(None, feeds)
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(base, peak)
 '''
-
-
-def find_tool(bin_dir, name):
-    for sub in ("", "converter", "apps"):
-        p = os.path.join(bin_dir, sub, name)
-        if os.path.isfile(p) and os.access(p, os.X_OK):
-            return p
-    sys.exit(f"{name} not found under {bin_dir}")
 
 
 def mib(b):

@@ -44,8 +44,9 @@ import tempfile
 import time
 
 import numpy as np
-import onnx
 import onnxruntime as ort
+
+from bench_common import find_tool, seeded_feeds
 
 MODEL_SET = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
              "squeezenet1_1", "shufflenet_v2_x1_0", "convnext_tiny", "vit_small",
@@ -54,14 +55,6 @@ RTOL_OF_MAX = 1e-4  # the model set's tolerance (tests/e2e/compare_with_ort.py e
 ISA_FLAGS = ["sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
              "avx512dq", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16",
              "amx_int8", "asimd", "sve", "sve2", "asimdhp"]
-
-
-def find_tool(bin_dir, name):
-    for sub in ("", "converter", "apps", os.path.join("apps", name)):
-        p = os.path.join(bin_dir, sub, name)
-        if os.path.isfile(p) and os.access(p, os.X_OK):
-            return p
-    sys.exit(f"{name} not found under {bin_dir}")
 
 
 def describe_cpu():
@@ -84,29 +77,6 @@ def describe_cpu():
                     break
     have = [f for f in ISA_FLAGS if f in flags]
     return model, have, os.cpu_count()
-
-
-def make_feeds(onnx_path, seed=0):
-    """Seeded inputs from the ONNX input shapes and dtypes (dynamic dims = 1);
-    integer inputs from kite.input_range.<name> metadata (export_models.py)."""
-    m = onnx.load(onnx_path, load_external_data=False)
-    ranges = {p.key[len("kite.input_range."):]: p.value for p in m.metadata_props
-              if p.key.startswith("kite.input_range.")}
-    inits = {i.name for i in m.graph.initializer}
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for vi in m.graph.input:
-        if vi.name in inits:
-            continue
-        tt = vi.type.tensor_type
-        shape = [d.dim_value if d.HasField("dim_value") else 1 for d in tt.shape.dim]
-        dtype = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
-        if np.issubdtype(dtype, np.integer):
-            lo, hi = (int(x) for x in ranges.get(vi.name, "0,10").split(","))
-            feeds[vi.name] = rng.integers(lo, hi, size=shape).astype(dtype)
-        else:
-            feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
-    return feeds
 
 
 def check(outputs, ref):
@@ -282,7 +252,7 @@ def main():
         if p.returncode != 0:
             print(f"{name:20} conversion failed: {p.stderr.strip()[:200]}")
             continue
-        feeds = make_feeds(onnx_path)
+        feeds = seeded_feeds(onnx_path)
         engines = {}
         status = {}
         for t in threads:

@@ -30,10 +30,11 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 
 import onnx
+
+from bench_common import find_tool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -74,14 +75,6 @@ for _ in range(int(iterations)):
 times.sort()
 print(json.dumps({"p50": times[len(times) // 2], "device": ncnn.get_gpu_count()}))
 '''
-
-
-def find_tool(bin_dir, name):
-    for sub in ("", "converter", "apps"):
-        p = os.path.join(bin_dir, sub, name)
-        if os.path.isfile(p) and os.access(p, os.X_OK):
-            return p
-    sys.exit(f"{name} not found under {bin_dir}")
 
 
 def ensure_venv(venv):

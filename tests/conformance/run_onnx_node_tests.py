@@ -44,18 +44,19 @@ failed (or with --strict, if an exclusion is stale or matches no test).
 Exclusions file: one entry per line, "<test name or fnmatch pattern> <reason>"
 (whitespace between); '#' starts a comment. Every entry needs a reason.
 """
-import argparse
 import concurrent.futures
 import fnmatch
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 import warnings
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from kite_driver import check_tools, compare_array, run_tool, sanitize, tool_parser  # noqa: E402
 
 try:
     import onnx
@@ -64,25 +65,9 @@ except ImportError as e:  # pragma: no cover
     sys.exit(f"error: this script needs the onnx package ({e}); run it with the pip python3")
 
 
-def sanitize(name):
-    """kite-run's output file rule: chars outside [A-Za-z0-9._-] become '_'."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
-
-
 def short(text, width=600):
     text = " | ".join(l.strip() for l in text.strip().splitlines() if l.strip())
     return text if len(text) <= width else text[:width] + "..."
-
-
-def run_tool(cmd, timeout):
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           errors="replace", timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return 124, "", f"timed out after {timeout} s"
-    except OSError as e:
-        return 127, "", str(e)
-    return p.returncode, p.stdout, p.stderr
 
 
 # ---- loading and materializing the tests -------------------------------------
@@ -201,37 +186,6 @@ def find_exclusion(name, entries):
 
 
 # ---- comparing ----------------------------------------------------------------
-
-def compare(name, exp, got, rtol, atol):
-    """None when OK, else the reason."""
-    if got.shape != exp.shape:
-        return f"output '{name}': shape {list(got.shape)}, expected {list(exp.shape)}"
-    if got.dtype != exp.dtype:
-        return f"output '{name}': dtype {got.dtype}, expected {exp.dtype}"
-    if not np.issubdtype(exp.dtype, np.floating):
-        bad = got != exp
-        if bad.any():
-            i = tuple(int(v) for v in np.unravel_index(np.argmax(bad), exp.shape))
-            return (f"output '{name}': {int(bad.sum())}/{exp.size} elements differ "
-                    f"(first at {list(i)}: got {got[i]}, expected {exp[i]}; exact match required)")
-        return None
-    e, g = exp.astype(np.float64), got.astype(np.float64)
-    fe = np.isfinite(e)
-    nan_e, nan_g = np.isnan(e), np.isnan(g)
-    inf_bad = np.isinf(e) & (g != e)
-    if not np.array_equal(nan_e, nan_g) or inf_bad.any() or (~np.isfinite(g) & fe).any():
-        n = int((nan_e != nan_g).sum() + inf_bad.sum() + (~np.isfinite(g) & fe).sum())
-        return f"output '{name}': NaN/Inf differ at {n} positions"
-    diff = np.abs(np.where(fe, g, 0.0) - np.where(fe, e, 0.0))
-    bound = atol + rtol * np.abs(np.where(fe, e, 0.0))
-    bad = diff > bound
-    if bad.any():
-        i = tuple(int(v) for v in np.unravel_index(np.argmax(diff - bound), exp.shape))
-        return (f"output '{name}': {int(bad.sum())}/{exp.size} elements outside "
-                f"atol {atol:g} + rtol {rtol:g}*|expected| (worst at {list(i)}: got {g[i]:.9g}, "
-                f"expected {e[i]:.9g}, max|diff| {float(diff.max()):.3g})")
-    return None
-
 
 # ---- one test -----------------------------------------------------------------
 
@@ -367,7 +321,7 @@ def run_case(case, args):
         if not os.path.exists(path):
             problems.append(f"kite-run wrote no output '{out_vi.name}'")
             continue
-        why = compare(out_vi.name, exp, np.load(path), rtol, atol)
+        why = compare_array(out_vi.name, exp, np.load(path), atol, rtol)
         if why:
             problems.append(why)
     if len(exp_files) != len(model.graph.output):
@@ -381,25 +335,18 @@ def run_case(case, args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kite-convert", required=True)
-    ap.add_argument("--kite-run", required=True)
-    ap.add_argument("--workdir", required=True)
+    ap = tool_parser(__doc__, timeout=120)
     ap.add_argument("--exclusions", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                          "exclusions.txt"))
     ap.add_argument("--filter", default=None, help="only tests whose name matches this regex")
     ap.add_argument("--jobs", type=int, default=2, help="tests run in parallel (default 2)")
     ap.add_argument("--threads", type=int, default=1, help="kite-run --threads (default 1)")
-    ap.add_argument("--timeout", type=float, default=120, help="seconds per tool invocation")
     ap.add_argument("--strict", action="store_true",
                     help="fail on exclusions that are stale (the test passes) or match no test")
     ap.add_argument("--keep", action="store_true", help="keep the work files of passing tests")
     ap.add_argument("-v", "--verbose", action="store_true", help="print timing")
     args = ap.parse_args()
-    for tool in (args.kite_convert, args.kite_run):
-        if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
-            sys.exit(f"error: {tool} is not an executable file")
+    check_tools(args.kite_convert, args.kite_run)
     args.workdir = os.path.abspath(args.workdir)
     exclusions = read_exclusions(args.exclusions)
 

@@ -17,15 +17,16 @@ float32), integers exactly. Prints "PASS name" / "FAIL name: why" and
 
 Usage: tests/conformance/test_opset_variants.py --kite-convert PATH --kite-run PATH --workdir DIR
 """
-import argparse
 import os
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import kite_driver  # noqa: E402
 
 F = TensorProto.FLOAT
 I64 = TensorProto.INT64
@@ -166,23 +167,13 @@ def cases():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kite-convert", required=True)
-    ap.add_argument("--kite-run", required=True)
-    ap.add_argument("--workdir", required=True)
-    args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    passed = failed = 0
+    args = kite_driver.parse_args(kite_driver.tool_parser(__doc__))
+    verdicts = kite_driver.Verdicts()
     for name, model, feeds in cases():
         wd = os.path.join(args.workdir, name)
         os.makedirs(wd, exist_ok=True)
         path = os.path.join(wd, "model.onnx")
         kite = os.path.join(wd, "model.kite")
-        out_dir = os.path.join(wd, "out")
-        os.makedirs(out_dir, exist_ok=True)
-        for f in os.listdir(out_dir):
-            os.remove(os.path.join(out_dir, f))
         onnx.save(model, path)
         why = []
         try:
@@ -191,37 +182,20 @@ def main():
         except Exception as e:
             why.append(f"the test model is invalid for onnx/onnxruntime: {e}")
         if not why:
-            p = subprocess.run([args.kite_convert, path, "-o", kite, "-q"], capture_output=True,
-                               text=True, timeout=120)
-            if p.returncode != 0:
-                why.append(f"kite-convert: {(p.stderr or p.stdout).strip()}")
+            rc, out, err = kite_driver.run_tool([args.kite_convert, path, "-o", kite, "-q"], 120)
+            if rc != 0:
+                why.append(f"kite-convert: {(err or out).strip()}")
         if not why:
-            cmd = [args.kite_run, kite, "--output-dir", out_dir, "--quiet", "--threads", "1"]
-            for k, val in feeds.items():
-                f = os.path.join(wd, f"in_{k}.npy")
-                np.save(f, val)
-                cmd += ["--input", f"{k}={f}"]
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-            if p.returncode != 0:
-                why.append(f"kite-run: {(p.stderr or p.stdout).strip()}")
+            rc, out, err = kite_driver.run_kite(args.kite_run, kite, feeds, wd,
+                                                ["--quiet", "--threads", "1"], 120)
+            if rc != 0:
+                why.append(f"kite-run: {(err or out).strip()}")
         if not why:
-            for o, ref in zip(sess.get_outputs(), refs):
-                got = np.load(os.path.join(out_dir, o.name + ".npy"))
-                if got.shape != ref.shape or got.dtype != ref.dtype:
-                    why.append(f"{o.name}: {got.dtype}{list(got.shape)}, expected {ref.dtype}{list(ref.shape)}")
-                elif np.issubdtype(ref.dtype, np.floating):
-                    if not np.allclose(got, ref, rtol=1e-5, atol=1e-6):
-                        why.append(f"{o.name}: max|diff| {np.abs(got - ref).max():.3g}")
-                elif not np.array_equal(got, ref):
-                    why.append(f"{o.name}: values differ")
-        if why:
-            print(f"FAIL {name}: {'; '.join(why)}", flush=True)
-            failed += 1
-        else:
-            print(f"PASS {name}", flush=True)
-            passed += 1
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+            why = kite_driver.compare_outputs(os.path.join(wd, "out"),
+                                              [o.name for o in sess.get_outputs()], refs,
+                                              atol=1e-6, rtol=1e-5, nan_equal=False)
+        verdicts.check(name, why)
+    return verdicts.summary()
 
 
 if __name__ == "__main__":

@@ -17,39 +17,28 @@ Usage: model_set.py --kite-convert P --kite-run P --plugin-dir DIR --backend NAM
 Prints one line per model, then "N passed, N failed". Exits 77 (skipped)
 when the backend has no device here, with the reason.
 """
-import argparse
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import kite_driver  # noqa: E402
 
 CNNS = {"resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "squeezenet1_1",
         "shufflenet_v2_x1_0", "convnext_tiny", "unet_small", "digits_cnn"}
 
 
-def run(cmd, env=None):
-    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-
-
-def outputs(folder):
-    return {f: np.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder)) if f.endswith(".npy")}
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--kite-convert", required=True)
-    ap.add_argument("--kite-run", required=True)
+    ap = kite_driver.tool_parser(__doc__)
     ap.add_argument("--plugin-dir", required=True)
     ap.add_argument("--backend", default="cudaemu")
-    ap.add_argument("--workdir", required=True)
     ap.add_argument("--tolerance", type=float, default=1e-3)
     ap.add_argument("--option", dest="options", action="append", default=[], help="KEY=VALUE for the backend (repeatable)")
     ap.add_argument("--table", help="append the results as a Markdown table to this file")
     ap.add_argument("models", nargs="+")
-    a = ap.parse_args()
-    os.makedirs(a.workdir, exist_ok=True)
+    a = kite_driver.parse_args(ap)
     backend_args = ["--backend-path", a.plugin_dir]
     for o in a.options:
         backend_args += ["--backend-option", f"{a.backend}:{o}"]
@@ -64,17 +53,16 @@ def main():
         if path.endswith(".onnx"):
             model = os.path.join(work, name + ".kite")
             fresh = os.path.exists(model) and os.path.getmtime(model) >= os.path.getmtime(path)
-            c = run(["true"]) if fresh else run([a.kite_convert, path, "-o", model])
+            c = kite_driver.run_tool(["true"] if fresh else [a.kite_convert, path, "-o", model])
             if c.returncode != 0:
                 print(f"FAIL {name}: kite-convert: {c.stderr.strip()[-400:]}")
                 failed += 1
                 continue
         ref_dir, out_dir = os.path.join(work, "ref"), os.path.join(work, "out")
         for d in (ref_dir, out_dir):
-            os.makedirs(d, exist_ok=True)
-            for f in os.listdir(d):
-                os.remove(os.path.join(d, f))
-        r = run([a.kite_run, model, "--backend", "cpu", "--seed", "0", "--output-dir", ref_dir, "--quiet"])
+            kite_driver.empty_dir(d)
+        r = kite_driver.run_tool([a.kite_run, model, "--backend", "cpu", "--seed", "0", "--output-dir", ref_dir,
+                                  "--quiet"])
         if r.returncode != 0:
             print(f"FAIL {name}: CPU reference: {r.stderr.strip()[-400:]}")
             failed += 1
@@ -82,7 +70,7 @@ def main():
         report = os.path.join(work, "run.json")
         cmd = [a.kite_run, model, "--backend", f"{a.backend},cpu", "--seed", "0", "--output-dir", out_dir,
                "--json", report, "--poison", "--quiet"] + backend_args
-        r = run(cmd)
+        r = kite_driver.run_tool(cmd)
         if f"backend '{a.backend}' is not available" in r.stderr:
             why = r.stderr.strip().splitlines()[0]
             print(f"SKIP: {why}")
@@ -97,7 +85,7 @@ def main():
         decomposed = sum(1 for p in placement if p.get("decomposed"))
         elsewhere = [f"{p.get('op')} '{p.get('node')}': {p.get('reason', '')}" for p in placement
                      if p.get("backend") != a.backend]
-        ref, out = outputs(ref_dir), outputs(out_dir)
+        ref, out = kite_driver.load_outputs(ref_dir), kite_driver.load_outputs(out_dir)
         worst = 0.0
         problem = ""
         if set(ref) != set(out) or not ref:

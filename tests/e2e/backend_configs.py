@@ -27,13 +27,14 @@ Usage: backend_configs.py --kite-convert P --kite-run P --plugin-dir DIR
 Prints one line per model and configuration, the table, then
 "N passed, N failed".
 """
-import argparse
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import kite_driver  # noqa: E402
 
 # (label, devsim options). The declined ops are common to the CNNs and the
 # transformers, so every model splits into several devsim segments.
@@ -50,49 +51,33 @@ CONFIGS = [
 RUNS = 2  # one run, then --iterations 1
 
 
-def run(cmd, env=None):
-    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-
-
-def outputs(folder):
-    return {f: np.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder)) if f.endswith(".npy")}
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--kite-convert", required=True)
-    ap.add_argument("--kite-run", required=True)
+    ap = kite_driver.tool_parser(__doc__)
     ap.add_argument("--plugin-dir", required=True)
-    ap.add_argument("--workdir", required=True)
     ap.add_argument("models", nargs="+")
-    args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    passed = failed = 0
+    args = kite_driver.parse_args(ap)
+    verdicts = kite_driver.Verdicts()
+    verdict = verdicts.record
     table = []
-
-    def verdict(ok, label, detail=""):
-        nonlocal passed, failed
-        print(f"{'PASS' if ok else 'FAIL'} {label}{': ' + detail if detail else ''}", flush=True)
-        passed += ok
-        failed += not ok
 
     for model in args.models:
         name = os.path.splitext(os.path.basename(model))[0]
         kite = model
         if model.endswith(".onnx"):
             kite = os.path.join(args.workdir, name + ".kite")
-            p = run([args.kite_convert, model, "-o", kite, "-q"])
+            p = kite_driver.run_tool([args.kite_convert, model, "-o", kite, "-q"])
             if p.returncode != 0:
                 verdict(False, f"{name} convert", p.stderr.strip())
                 continue
         refs = {}
         for ref_name, extra in (("cpu", []), ("cpu-bodies", ["--backend-option", "cpu:fused=0"])):
             ref_dir = os.path.join(args.workdir, name, ref_name)
-            p = run([args.kite_run, kite, "--threads", "1", "--quiet", "--output-dir", ref_dir] + extra)
+            p = kite_driver.run_tool([args.kite_run, kite, "--threads", "1", "--quiet",
+                                      "--output-dir", ref_dir] + extra)
             if p.returncode != 0:
                 verdict(False, f"{name} {ref_name}", p.stderr.strip())
                 break
-            refs[ref_name] = outputs(ref_dir)
+            refs[ref_name] = kite_driver.load_outputs(ref_dir)
         if len(refs) != 2:
             continue
         for label, options in CONFIGS:
@@ -100,22 +85,20 @@ def main():
             out_dir = os.path.join(args.workdir, name, tag)
             stats_file = os.path.join(args.workdir, name, tag + ".devsim.json")
             json_file = os.path.join(args.workdir, name, tag + ".run.json")
-            for f in (stats_file, json_file):
-                if os.path.exists(f):
-                    os.remove(f)
+            kite_driver.remove_files(stats_file, json_file)
             opts = dict(options, stats=stats_file)
             cmd = [args.kite_run, kite, "--threads", "1", "--backend", "devsim,cpu", "--backend-path",
                    args.plugin_dir, "--quiet", "--output-dir", out_dir, "--json", json_file,
                    "--iterations", str(RUNS - 1)]
             for k, v in opts.items():
                 cmd += ["--backend-option", f"devsim:{k}={v}"]
-            p = run(cmd)
+            p = kite_driver.run_tool(cmd)
             full = f"{name} [{label}]"
             if p.returncode != 0:
                 verdict(False, full, p.stderr.strip()[-600:])
                 continue
             ref = refs["cpu-bodies" if "decline_fused" in options else "cpu"]
-            got = outputs(out_dir)
+            got = kite_driver.load_outputs(out_dir)
             bad = [k for k in ref if k not in got or not np.array_equal(ref[k], got[k], equal_nan=True)]
             if bad:
                 verdict(False, full, f"outputs differ from the CPU's: {bad}")
@@ -168,9 +151,9 @@ def main():
                                 f"{report['downloads_per_run']} down per run")
         # Strict mode turns the Conv fallback (every model here has a Conv or
         # a MatMul) into an error naming a node.
-        p = run([args.kite_run, kite, "--backend", "devsim,cpu", "--backend-path", args.plugin_dir,
-                 "--backend-option", "devsim:decline_ops=Conv,MatMul", "--backend-option",
-                 "devsim:decline_fused=1", "--strict", "--quiet"])
+        p = kite_driver.run_tool([args.kite_run, kite, "--backend", "devsim,cpu", "--backend-path",
+                                  args.plugin_dir, "--backend-option", "devsim:decline_ops=Conv,MatMul",
+                                  "--backend-option", "devsim:decline_fused=1", "--strict", "--quiet"])
         ok = p.returncode != 0 and "strict mode" in p.stderr and "' -> cpu" in p.stderr
         verdict(ok, f"{name} strict", p.stderr.strip().splitlines()[0] if p.stderr.strip() else "no error")
     print()
@@ -180,8 +163,7 @@ def main():
         print(f"{name:<20} {label:<26} {up:>6} {down:>8} {wup:>10} {arena:>11} "
               f"{weights:>11}{'*' if imported else ' '} {segs:>7}")
     print("(* weights imported from the mapped file: no device copy)")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return verdicts.summary()
 
 
 if __name__ == "__main__":

@@ -21,48 +21,32 @@ Usage:
   tests/e2e/budget_models.py --kite-convert P --kite-run P --kite-plan-check P \\
       --workdir DIR [--ratio 0.6] --onnx a.onnx [--onnx b.onnx ...]
 """
-import argparse
 import json
 import os
-import subprocess
 import sys
 
-
-def run(cmd, env=None):
-    return subprocess.run(cmd, capture_output=True, text=True, env=env)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import kite_driver  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--kite-convert", required=True)
-    ap.add_argument("--kite-run", required=True)
-    ap.add_argument("--kite-plan-check", required=True)
-    ap.add_argument("--workdir", required=True)
+    ap = kite_driver.tool_parser(__doc__, tools=("kite-convert", "kite-run", "kite-plan-check"))
     ap.add_argument("--ratio", type=float, default=0.6)
     ap.add_argument("--onnx", action="append", required=True)
-    args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    passed = failed = 0
-
-    def check(ok, what):
-        nonlocal passed, failed
-        print(("PASS " if ok else "FAIL ") + what, flush=True)
-        if ok:
-            passed += 1
-        else:
-            failed += 1
-        return ok
+    args = kite_driver.parse_args(ap)
+    verdicts = kite_driver.Verdicts()
+    check = verdicts.record
 
     env = dict(os.environ, KITE_POISON_ARENA="1")
     for onnx_path in args.onnx:
         name = os.path.splitext(os.path.basename(onnx_path))[0]
         base = os.path.join(args.workdir, name)
         plain, budgeted = base + ".kite", base + "_budget.kite"
-        r = run([args.kite_convert, "-q", onnx_path, "-o", plain, "--report", base + ".json"])
+        r = kite_driver.run_tool([args.kite_convert, "-q", onnx_path, "-o", plain, "--report", base + ".json"])
         if not check(r.returncode == 0, f"{name}: converts without a budget {r.stderr.strip()}"):
             continue
-        r = run([args.kite_convert, "-q", onnx_path, "-o", budgeted,
-                 "--memory-budget", f"{args.ratio}x", "--report", base + "_budget.json"])
+        r = kite_driver.run_tool([args.kite_convert, "-q", onnx_path, "-o", budgeted,
+                                  "--memory-budget", f"{args.ratio}x", "--report", base + "_budget.json"])
         if not check(r.returncode == 0, f"{name}: meets --memory-budget {args.ratio}x {r.stderr.strip()}"):
             continue
         with open(base + ".json") as f:
@@ -76,15 +60,14 @@ def main():
               f"arena {b['arena_before_bytes']} -> {b['arena_after_bytes']}, "
               f"+{b['flops_added']} FLOPs ({len(b['patches'])} patches, "
               f"{len(b['recomputed'])} recomputations)")
-        r = run([args.kite_plan_check, budgeted])
+        r = kite_driver.run_tool([args.kite_plan_check, budgeted])
         check(r.returncode == 0 and "plan OK" in r.stdout, f"{name}: kite-plan-check {r.stdout.strip()}{r.stderr.strip()}")
         outs = {}
         for tag, path in (("plain", plain), ("budget", budgeted)):
             out_dir = os.path.join(args.workdir, name + "_out_" + tag)
-            os.makedirs(out_dir, exist_ok=True)
-            for old in os.listdir(out_dir):
-                os.remove(os.path.join(out_dir, old))
-            r = run([args.kite_run, path, "--seed", "7", "--output-dir", out_dir, "--quiet"], env=env)
+            kite_driver.empty_dir(out_dir)
+            r = kite_driver.run_tool([args.kite_run, path, "--seed", "7", "--output-dir", out_dir,
+                                      "--quiet"], env=env)
             if not check(r.returncode == 0, f"{name}: kite-run {tag} {r.stderr.strip()}"):
                 break
             outs[tag] = {}
@@ -95,8 +78,7 @@ def main():
             check(outs["plain"].keys() == outs["budget"].keys() and len(outs["plain"]) > 0
                   and all(outs["plain"][k] == outs["budget"][k] for k in outs["plain"]),
                   f"{name}: outputs bit-identical ({', '.join(outs['plain'])})")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return verdicts.summary()
 
 
 if __name__ == "__main__":

@@ -36,12 +36,14 @@ exits 1 if anything failed.
 """
 import argparse
 import os
-import re
-import subprocess
 import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import kite_driver  # noqa: E402
+from kite_driver import sanitize  # noqa: E402,F401  (cross_arch_models.py, optimized_models.py)
 
 try:
     import onnx
@@ -58,21 +60,11 @@ NP_DTYPES = {
 }
 
 
-def sanitize(name):
-    """Output file name rule of kite-run: chars outside [A-Za-z0-9._-] become '_'."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
-
-
 def run_tool(cmd, timeout):
+    """kite_driver.run_tool's (exit status, stdout, stderr) and the seconds it took."""
     t0 = time.time()
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return 124, "", f"timed out after {timeout} s", time.time() - t0
-    except OSError as e:
-        return 127, "", str(e), time.time() - t0
-    return p.returncode, p.stdout, p.stderr, time.time() - t0
+    rc, out, err = kite_driver.run_tool(cmd, timeout)
+    return rc, out, err, time.time() - t0
 
 
 def last_lines(text, n=6):
@@ -120,6 +112,19 @@ def make_inputs(model, specs, seed):
     return feeds
 
 
+def save_inputs(specs, feeds, in_dir):
+    """Saves feeds as in_dir/NAME.npy; returns kite-run's --input arguments
+    and kite-convert's --input-shape arguments (for the dynamic inputs)."""
+    input_args, shape_args = [], []
+    for n, shape, _, dynamic in specs:
+        f = os.path.join(in_dir, sanitize(n) + ".npy")
+        np.save(f, feeds[n])
+        input_args += ["--input", f"{n}={f}"]
+        if dynamic:
+            shape_args += ["--input-shape", f"{n}={'x'.join(map(str, shape))}"]
+    return input_args, shape_args
+
+
 def compare(ref, got, tol):
     """Returns (ok, maxdiff, maxref, ratio, note)."""
     if got.shape != ref.shape:
@@ -156,9 +161,7 @@ def check_model(path, args, results):
     wd = os.path.join(args.workdir, sanitize(name))
     in_dir, out_dir = os.path.join(wd, "inputs"), os.path.join(wd, "kite_out")
     os.makedirs(in_dir, exist_ok=True)
-    os.makedirs(out_dir, exist_ok=True)
-    for f in os.listdir(out_dir):  # stale outputs must not pass for new ones
-        os.remove(os.path.join(out_dir, f))
+    kite_driver.empty_dir(out_dir)  # stale outputs must not pass for new ones
 
     def fail(msg):
         print(f"{name}: FAIL {msg}", flush=True)
@@ -171,13 +174,7 @@ def check_model(path, args, results):
     except Exception as e:
         return fail(f"cannot read model: {type(e).__name__}: {e}")
 
-    input_args, shape_args = [], []
-    for n, shape, _, dynamic in specs:
-        f = os.path.join(in_dir, sanitize(n) + ".npy")
-        np.save(f, feeds[n])
-        input_args += ["--input", f"{n}={f}"]
-        if dynamic:
-            shape_args += ["--input-shape", f"{n}={'x'.join(map(str, shape))}"]
+    input_args, shape_args = save_inputs(specs, feeds, in_dir)
 
     try:
         so = ort.SessionOptions()

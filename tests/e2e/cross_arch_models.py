@@ -24,8 +24,10 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from compare_with_ort import (compare, graph_inputs, last_lines, make_inputs,  # noqa: E402
-                              run_tool, sanitize)
+                              run_tool, sanitize, save_inputs)
+from kite_driver import empty_dir  # noqa: E402
 import onnx  # noqa: E402
 
 
@@ -35,11 +37,9 @@ def check_model(path, args):
     wd = os.path.join(args.workdir, sanitize(name))
     in_dir = os.path.join(wd, "inputs")
     outs = {side: os.path.join(wd, side) for side in ("host", "target")}
-    for d in [in_dir] + list(outs.values()):
-        os.makedirs(d, exist_ok=True)
+    os.makedirs(in_dir, exist_ok=True)
     for d in outs.values():  # stale outputs must not pass for new ones
-        for f in os.listdir(d):
-            os.remove(os.path.join(d, f))
+        empty_dir(d)
     try:
         model = onnx.load(path, load_external_data=False)
         specs = graph_inputs(model, {})
@@ -48,13 +48,7 @@ def check_model(path, args):
     except Exception as e:
         print(f"{name}: FAIL cannot read model: {type(e).__name__}: {e}", flush=True)
         return [(name, False)]
-    input_args, shape_args = [], []
-    for n, shape, _, dynamic in specs:
-        f = os.path.join(in_dir, sanitize(n) + ".npy")
-        np.save(f, feeds[n])
-        input_args += ["--input", f"{n}={f}"]
-        if dynamic:
-            shape_args += ["--input-shape", f"{n}={'x'.join(map(str, shape))}"]
+    input_args, shape_args = save_inputs(specs, feeds, in_dir)
 
     kite_file = os.path.join(wd, name + ".kite")
     rc, so, se, t_conv = run_tool([args.kite_convert, path, "-o", kite_file] + shape_args,

@@ -24,32 +24,23 @@ Usage:
   tests/e2e/optimized_models.py --kite-convert P --kite-run P --kite-inspect P \\
       --workdir DIR --onnx a.onnx [--onnx b.onnx ...]
 """
-import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import compare_with_ort as cwo  # noqa: E402  (input drawing and the comparison rule)
+import kite_driver  # noqa: E402
 
 try:
     import onnx
     import onnxruntime as ort
 except ImportError as e:  # pragma: no cover
     sys.exit(f"error: this script needs onnx and onnxruntime ({e}); run it with the pip python3")
-
-
-def run(cmd, env=None, timeout=900):
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env=env, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return 124, "", f"timed out after {timeout} s"
-    return p.returncode, p.stdout, p.stderr
 
 
 def inspect_nodes(text):
@@ -71,25 +62,15 @@ def inspect_nodes(text):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kite-convert", required=True)
-    ap.add_argument("--kite-run", required=True)
-    ap.add_argument("--kite-inspect", required=True)
-    ap.add_argument("--workdir", required=True)
+    ap = kite_driver.tool_parser(__doc__, tools=("kite-convert", "kite-run", "kite-inspect"))
     ap.add_argument("--onnx", action="append", required=True)
     ap.add_argument("--rtol-of-max", type=float, default=1e-4)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    passed = failed = 0
+    args = kite_driver.parse_args(ap)
+    verdicts = kite_driver.Verdicts(label_first=True)
+    verdict = verdicts.record
     table = []
-
-    def verdict(ok, label, detail=""):
-        nonlocal passed, failed
-        print(f"{label}: {'PASS' if ok else 'FAIL'}{' ' + detail if detail else ''}", flush=True)
-        passed += bool(ok)
-        failed += not ok
 
     for path in args.onnx:
         name = os.path.splitext(os.path.basename(path))[0]
@@ -98,20 +79,15 @@ def main():
         model = onnx.load(path, load_external_data=False)
         specs = cwo.graph_inputs(model, {})
         feeds = cwo.make_inputs(model, specs, args.seed)
-        input_args, shape_args = [], []
-        for n, shape, _, dynamic in specs:
-            f = os.path.join(wd, "inputs", cwo.sanitize(n) + ".npy")
-            np.save(f, feeds[n])
-            input_args += ["--input", f"{n}={f}"]
-            if dynamic:
-                shape_args += ["--input-shape", f"{n}={'x'.join(map(str, shape))}"]
+        input_args, shape_args = cwo.save_inputs(specs, feeds, os.path.join(wd, "inputs"))
         sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         out_names = [o.name for o in sess.get_outputs()]
         refs = sess.run(None, feeds)
 
         kite_file = os.path.join(wd, name + ".kite")
         report_file = os.path.join(wd, name + ".report.json")
-        rc, so, se = run([args.kite_convert, path, "-o", kite_file, "-O2", "--report", report_file] + shape_args)
+        rc, so, se = kite_driver.run_tool([args.kite_convert, path, "-o", kite_file, "-O2", "--report",
+                                           report_file] + shape_args, 900)
         if rc != 0:
             verdict(False, f"{name}: convert", (se or so).strip()[-400:])
             continue
@@ -124,14 +100,12 @@ def main():
                 ("fused", ["--backend", "cpu"], {}),
                 ("body", ["--backend", "cpu", "--backend-option", "cpu:fused=0"], {})):
             out_dir = os.path.join(wd, path_name)
-            os.makedirs(out_dir, exist_ok=True)
-            for f in os.listdir(out_dir):
-                os.remove(os.path.join(out_dir, f))
+            kite_driver.empty_dir(out_dir)
             env = dict(os.environ, **env_extra)
             cmd = [args.kite_run, kite_file, "--output-dir", out_dir, "--placement"] + extra + input_args
             if args.threads:
                 cmd += ["--threads", str(args.threads)]
-            rc, so, se = run(cmd, env=env)
+            rc, so, se = kite_driver.run_tool(cmd, 900, env)
             if rc != 0:
                 verdict(False, f"{name}: kite-run ({path_name} path)", (se or so).strip()[-400:])
                 continue
@@ -166,7 +140,7 @@ def main():
                 verdict(ok, f"{name}:{oname} fused path vs body path",
                         f"max|diff|={md:.3g} ratio={ratio:.3g} {note}".rstrip())
 
-        rc, so, se = run([args.kite_inspect, kite_file])
+        rc, so, se = kite_driver.run_tool([args.kite_inspect, kite_file], 900)
         if rc != 0:
             verdict(False, f"{name}: kite-inspect", (se or so).strip()[-400:])
             continue
@@ -185,8 +159,7 @@ def main():
         fusions = ", ".join(f"{k} {v}" for k, v in sorted(r["fusions"].items())) or "none"
         print(f"| {name} | {r['onnx_nodes']} | {r['nodes_before']} -> {r['nodes_after']} | "
               f"{r['kernel_launches_before']} -> {r['kernel_launches_after']} | {fusions} |")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return verdicts.summary()
 
 
 if __name__ == "__main__":

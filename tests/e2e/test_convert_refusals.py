@@ -30,15 +30,16 @@ any failure.
 
 Usage: tests/e2e/test_convert_refusals.py --kite-convert PATH --workdir DIR
 """
-import argparse
 import os
 import re
-import subprocess
 import sys
 
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import kite_driver  # noqa: E402
 
 
 def vi(name, dtype, shape):
@@ -102,30 +103,16 @@ def refused_nodes_model():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kite-convert", required=True)
-    ap.add_argument("--workdir", required=True)
-    args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    passed = failed = 0
+    args = kite_driver.parse_args(kite_driver.tool_parser(__doc__, tools=("kite-convert",)))
+    verdicts = kite_driver.Verdicts()
     for build in (unknown_ops_model, refused_nodes_model):
         model, expected, header = build()
         model.ir_version = 9
         name = model.graph.name
         onnx_path = os.path.join(args.workdir, name + ".onnx")
-        out_path = os.path.join(args.workdir, name + ".kite")
         onnx.save(model, onnx_path)
-        if os.path.exists(out_path):
-            os.remove(out_path)
-        p = subprocess.run([args.kite_convert, onnx_path, "-o", out_path], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, timeout=120)
-        msg = p.stderr + p.stdout
-        problems = []
-        if p.returncode == 0:
-            problems.append("kite-convert succeeded")
-        if os.path.exists(out_path):
-            problems.append(f"{out_path} exists after a failed conversion")
+        rc, msg, problems = kite_driver.convert_refused(args.kite_convert, onnx_path,
+                                                    os.path.join(args.workdir, name + ".kite"))
         m = re.search(header, msg)
         if not m:
             problems.append(f"no '{header}' line")
@@ -139,16 +126,10 @@ def main():
                 problems.append(f"the line for '{node}' does not name op {op}: {line.strip()}")
         for fine in re.findall(r"'(fine_[a-z_0-9]+)'", msg):
             problems.append(f"node '{fine}' is fine but named")
-        print("=" * 8, name, f"(kite-convert exit {p.returncode})")
+        print("=" * 8, name, f"(kite-convert exit {rc})")
         print(msg.rstrip())
-        if problems:
-            print(f"FAIL {name}: " + "; ".join(problems), flush=True)
-            failed += 1
-        else:
-            print(f"PASS {name}", flush=True)
-            passed += 1
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+        verdicts.check(name, problems)
+    return verdicts.summary()
 
 
 if __name__ == "__main__":

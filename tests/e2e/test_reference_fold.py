@@ -25,7 +25,6 @@ any failure.
 
 Usage: tests/e2e/test_reference_fold.py --kite-convert PATH --kite-run PATH --workdir DIR
 """
-import argparse
 import os
 import re
 import subprocess
@@ -34,6 +33,9 @@ import sys
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import kite_driver  # noqa: E402
 
 
 def vi(name, dtype, shape):
@@ -127,23 +129,8 @@ def remaining_ops_model():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kite-convert", required=True)
-    ap.add_argument("--kite-run", required=True)
-    ap.add_argument("--workdir", required=True)
-    args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    passed = failed = 0
-
-    def report(name, problems):
-        nonlocal passed, failed
-        if problems:
-            failed += 1
-            print(f"FAIL {name}: " + "; ".join(problems))
-        else:
-            passed += 1
-            print(f"PASS {name}")
+    args = kite_driver.parse_args(kite_driver.tool_parser(__doc__))
+    verdicts = kite_driver.Verdicts()
 
     # 1. Folds and matches onnxruntime.
     model = folded_masks_model()
@@ -156,24 +143,15 @@ def main():
                         "--kite-run", args.kite_run, "--onnx", path, "--workdir",
                         os.path.join(args.workdir, "compare"), "--rtol-of-max", "1e-6"],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
-    report("folded_masks", [] if p.returncode == 0 else ["compare_with_ort failed:\n" + p.stdout])
+    verdicts.check("folded_masks", [] if p.returncode == 0 else ["compare_with_ort failed:\n" + p.stdout])
 
     # 2. Only the nodes that remain are named.
     model = remaining_ops_model()
     model.ir_version = 9
     path = os.path.join(args.workdir, "remaining_ops.onnx")
-    out = os.path.join(args.workdir, "remaining_ops.kite")
     onnx.save(model, path)
-    if os.path.exists(out):
-        os.remove(out)
-    p = subprocess.run([args.kite_convert, path, "-o", out], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, timeout=120)
-    msg = p.stderr + p.stdout
-    problems = []
-    if p.returncode == 0:
-        problems.append("kite-convert succeeded")
-    if os.path.exists(out):
-        problems.append("an output file exists after a failed conversion")
+    _, msg, problems = kite_driver.convert_refused(args.kite_convert, path,
+                                                os.path.join(args.workdir, "remaining_ops.kite"))
     m = re.search(r"(\d+) node\(s\) use operators Kite does not support \(they remain after "
                   r"constant folding\)", msg)
     expected = {"nonzero_on_input": "NonZero"}
@@ -189,10 +167,8 @@ def main():
         problems.append(f"node '{named}' is named but folds")
     if "cast_after" in msg:
         problems.append("a node downstream of the unsupported one is named")
-    report("remaining_ops", [pr + ("\n" + msg if i == 0 else "") for i, pr in enumerate(problems)])
-
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    verdicts.check("remaining_ops", [pr + ("\n" + msg if i == 0 else "") for i, pr in enumerate(problems)])
+    return verdicts.summary()
 
 
 if __name__ == "__main__":

@@ -10,27 +10,25 @@ has one input and one output). Times themselves are not asserted.
 
 Usage: test_run_json.py --kite-run P --plugin-dir DIR --model MODEL.kite --workdir DIR
 """
-import argparse
 import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import kite_driver  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--kite-run", required=True)
+    ap = kite_driver.tool_parser(__doc__, tools=("kite-run",))
     ap.add_argument("--plugin-dir", required=True)
     ap.add_argument("--model", required=True)
-    ap.add_argument("--workdir", required=True)
-    args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    args = kite_driver.parse_args(ap)
     failures = []
     for label, extra in (("cpu", []),
                          ("devsim", ["--backend", "devsim,cpu", "--backend-path", args.plugin_dir])):
         out = os.path.join(args.workdir, label + ".json")
-        p = subprocess.run([args.kite_run, args.model, "--quiet", "--profile", "--iterations", "3",
-                            "--json", out] + extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = kite_driver.run_tool([args.kite_run, args.model, "--quiet", "--profile", "--iterations", "3",
+                                  "--json", out] + extra)
         if p.returncode != 0:
             failures.append(f"{label}: kite-run failed: {p.stderr.strip()}")
             continue

@@ -27,15 +27,16 @@ integers exactly. Prints "PASS name" / "FAIL name: why" and
 
 Usage: tests/e2e/test_runtime_if.py --kite-convert PATH --kite-run PATH --workdir DIR
 """
-import argparse
 import os
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import kite_driver  # noqa: E402
 
 OPSET = 17
 
@@ -132,31 +133,9 @@ def int_branches_model():
                ("else", {"x": x, "k": k, "mode": np.array([5], dtype=np.int64)})]
 
 
-def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=300)
-    return p.returncode, p.stdout + p.stderr
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kite-convert", required=True)
-    ap.add_argument("--kite-run", required=True)
-    ap.add_argument("--workdir", required=True)
-    args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    passed = failed = 0
-
-    def verdict(name, why):
-        nonlocal passed, failed
-        if why:
-            print(f"FAIL {name}: {why}", flush=True)
-            failed += 1
-        else:
-            print(f"PASS {name}", flush=True)
-            passed += 1
-
+    args = kite_driver.parse_args(kite_driver.tool_parser(__doc__))
+    verdicts = kite_driver.Verdicts()
     for build in (computed_cond_model, nested_if_model, int_branches_model):
         graph, cases = build()
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
@@ -168,50 +147,30 @@ def main():
         onnx_path = os.path.join(wd, name + ".onnx")
         kite_path = os.path.join(wd, name + ".kite")
         onnx.save(model, onnx_path)
-        if os.path.exists(kite_path):
-            os.remove(kite_path)
-        rc, out = run([args.kite_convert, onnx_path, "-o", kite_path])
+        kite_driver.remove_files(kite_path)
+        rc, out, err = kite_driver.run_tool([args.kite_convert, onnx_path, "-o", kite_path], 300)
+        out += err
         if rc != 0:
-            verdict(f"{name}/convert", f"kite-convert exited {rc}: {out.strip()}")
+            verdicts.check(f"{name}/convert", f"kite-convert exited {rc}: {out.strip()}")
             continue
         # The condition is not a constant, so the If must survive conversion.
         ops_line = next((l for l in out.splitlines() if l.strip().startswith("ops:")), "")
-        verdict(f"{name}/convert", None if "If" in ops_line.replace(",", " ").split()
-                else f"the converted model has no If node (ops: {ops_line.strip()})")
+        verdicts.check(f"{name}/convert", None if "If" in ops_line.replace(",", " ").split()
+                       else f"the converted model has no If node (ops: {ops_line.strip()})")
         sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
         out_names = [o.name for o in sess.get_outputs()]
         for case, feeds in cases:
             label = f"{name}/{case}"
             refs = sess.run(None, feeds)
             cdir = os.path.join(wd, case)
-            os.makedirs(cdir, exist_ok=True)
-            cmd = [args.kite_run, kite_path, "--output-dir", cdir, "--threads", "1"]
-            for k, v in feeds.items():
-                f = os.path.join(cdir, f"in_{k}.npy")
-                np.save(f, v)
-                cmd += ["--input", f"{k}={f}"]
-            for n in out_names:
-                f = os.path.join(cdir, n + ".npy")
-                if os.path.exists(f):
-                    os.remove(f)
-            rc, out = run(cmd)
+            rc, out, err = kite_driver.run_kite(args.kite_run, kite_path, feeds, cdir,
+                                                ["--threads", "1"], 300)
             if rc != 0:
-                verdict(label, f"kite-run exited {rc}: {out.strip()}")
+                verdicts.check(label, f"kite-run exited {rc}: {(out + err).strip()}")
                 continue
-            problems = []
-            for n, ref in zip(out_names, refs):
-                got = np.load(os.path.join(cdir, n + ".npy"))
-                if got.shape != ref.shape or got.dtype != ref.dtype:
-                    problems.append(f"{n}: {got.dtype}{list(got.shape)} vs {ref.dtype}{list(ref.shape)}")
-                elif np.issubdtype(ref.dtype, np.floating):
-                    if not np.allclose(got, ref, rtol=1e-5, atol=1e-6):
-                        problems.append(f"{n}: max|diff| {np.abs(got - ref).max():.3g} "
-                                        f"(got {got.ravel()[:4]}, ref {ref.ravel()[:4]})")
-                elif not np.array_equal(got, ref):
-                    problems.append(f"{n}: got {got.ravel()}, ref {ref.ravel()}")
-            verdict(label, "; ".join(problems))
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+            verdicts.check(label, kite_driver.compare_outputs(
+                os.path.join(cdir, "out"), out_names, refs, atol=1e-6, rtol=1e-5, nan_equal=False))
+    return verdicts.summary()
 
 
 if __name__ == "__main__":

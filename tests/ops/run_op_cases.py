@@ -19,22 +19,18 @@ A conversion failure (e.g. an unsupported op) is a FAIL that quotes the converte
 Prints "PASS case" or "FAIL case: reason" per case, then "N passed, N failed"
 (plus ", N skipped" when filters left cases out); exits 1 on any failure.
 """
-import argparse
 import concurrent.futures
 import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
-
-def sanitize(name):
-    """kite-run's output file rule: chars outside [A-Za-z0-9._-] become '_'."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from kite_driver import check_tools, compare_array, run_tool, sanitize, tool_parser  # noqa: E402
 
 
 def first_lines(text, n=4, width=400):
@@ -43,49 +39,6 @@ def first_lines(text, n=4, width=400):
     pick = (err or lines)[:n]
     s = " | ".join(pick)
     return s if len(s) <= width else s[:width] + "..."
-
-
-def run_tool(cmd, timeout):
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           errors="replace", timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return 124, "", f"timed out after {timeout} s"
-    except OSError as e:
-        return 127, "", str(e)
-    return p.returncode, p.stdout, p.stderr
-
-
-def compare(name, exp, got, atol, rtol):
-    """None when OK, else the reason."""
-    if got.shape != exp.shape:
-        return f"output '{name}': shape {list(got.shape)}, expected {list(exp.shape)}"
-    if not np.issubdtype(exp.dtype, np.floating):
-        if got.dtype != exp.dtype:
-            return f"output '{name}': dtype {got.dtype}, expected {exp.dtype}"
-        bad = got != exp
-        if bad.any():
-            i = tuple(int(v) for v in np.unravel_index(np.argmax(bad), exp.shape))
-            return (f"output '{name}': {int(bad.sum())}/{exp.size} elements differ "
-                    f"(first at {list(i)}: got {got[i]}, expected {exp[i]}; exact match required)")
-        return None
-    if got.dtype != exp.dtype:
-        return f"output '{name}': dtype {got.dtype}, expected {exp.dtype}"
-    e, g = exp.astype(np.float64), got.astype(np.float64)
-    fe, fg = np.isfinite(e), np.isfinite(g)
-    if not np.array_equal(fe, fg) or not np.array_equal(e[~fe], g[~fg], equal_nan=True):
-        n = int((fe != fg).sum()) or int((~fe).sum())
-        return f"output '{name}': NaN/Inf values differ ({n} positions)"
-    # (non-finite positions already match; compare the finite ones)
-    diff = np.asarray(np.abs(np.where(fe, g, 0.0) - np.where(fe, e, 0.0)))
-    bound = atol + rtol * np.abs(np.where(fe, e, 0))
-    bad = diff > bound
-    if bad.any():
-        i = tuple(int(v) for v in np.unravel_index(np.argmax(diff - bound), exp.shape))
-        return (f"output '{name}': {int(bad.sum())}/{exp.size} elements out of tolerance; "
-                f"max|diff|={diff.max():.3g} at {list(i)} (got {g[i]:.7g}, expected {e[i]:.7g}); "
-                f"atol={atol:.3g} rtol={rtol:.3g}")
-    return None
 
 
 def run_case(case_dir, args):
@@ -130,7 +83,7 @@ def run_case(case_dir, args):
         except Exception as e:
             return False, f"output '{n}': cannot load {f}: {e}"
         exp = np.load(os.path.join(case_dir, f"expected_{i}.npy"))
-        why = compare(n, exp, got, float(meta["atol"]), float(meta["rtol"]))
+        why = compare_array(n, exp, got, float(meta["atol"]), float(meta["rtol"]))
         if why:
             return False, why
     if not args.keep:
@@ -139,25 +92,19 @@ def run_case(case_dir, args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = tool_parser(__doc__, workdir_help="scratch folder (default: a temporary one)", timeout=120)
     ap.add_argument("--cases", required=True, help="folder written by gen_op_cases.py")
-    ap.add_argument("--kite-convert", required=True)
-    ap.add_argument("--kite-run", required=True)
-    ap.add_argument("--workdir", help="scratch folder (default: a temporary one)")
     ap.add_argument("--only-ops", default="", help="comma-separated op types to run")
     ap.add_argument("--skip-ops", default="", help="comma-separated op types to skip")
     ap.add_argument("--cases-matching", default="", help="regex on case names")
     ap.add_argument("--max-priority", type=int, default=99, help="skip cases of a higher priority")
     ap.add_argument("--threads", type=int, default=0, help="kite-run --threads, if > 0")
     ap.add_argument("--jobs", type=int, default=max(1, os.cpu_count() or 1), help="cases run in parallel")
-    ap.add_argument("--timeout", type=float, default=120, help="seconds per tool invocation")
     ap.add_argument("--keep", action="store_true", help="keep the work folders of passing cases")
     ap.add_argument("-v", "--verbose", action="store_true", help="show the tools' output (use --jobs 1)")
     args = ap.parse_args()
 
-    for tool in (args.kite_convert, args.kite_run):
-        if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
-            sys.exit(f"error: {tool} is not an executable file")
+    check_tools(args.kite_convert, args.kite_run)
     if not os.path.isdir(args.cases):
         sys.exit(f"error: no cases folder {args.cases} (make it with tests/ops/gen_op_cases.py --out ...)")
     args.workdir = os.path.abspath(args.workdir or tempfile.mkdtemp(prefix="kite-op-cases-"))
