@@ -75,34 +75,15 @@ std::string declared_shape_string(const std::vector<int64_t>& dims) {
 }
 
 kite::ops::OpNode to_op_node(const Model& model, const Node& node) {
-  kite::ops::OpNode op;
-  op.name = node.name;
-  op.op = node.op;
-  op.domain = node.domain;
-  op.attrs = node.attrs;
-  op.num_outputs = static_cast<int>(node.outputs.size());
-  op.inputs.reserve(node.inputs.size());
-  for (int index : node.inputs) {
-    kite::ops::TensorType type;
-    if (index < 0 || static_cast<size_t>(index) >= model.tensors.size()) {
-      type.present = false;
-      op.inputs.push_back(std::move(type));
-      continue;
-    }
+  return kite::ops::make_op_node(node, [&model](int index, kite::ops::TensorType* type) {
+    if (static_cast<size_t>(index) >= model.tensors.size()) return false;
     const Tensor& t = model.tensors[static_cast<size_t>(index)];
-    type.name = t.name;
-    type.dtype = t.dtype;
-    type.shape = t.shape;
-    // Only a constant's value is known; a zero-element constant has no bytes
-    // but its (empty) value is still known, so point at something non-null.
-    if (t.is_constant()) {
-      static const uint8_t kEmpty[8] = {};
-      type.data = t.data.empty() ? static_cast<const void*>(kEmpty)
-                                 : static_cast<const void*>(t.data.data());
-    }
-    op.inputs.push_back(std::move(type));
-  }
-  return op;
+    type->name = t.name;
+    type->dtype = t.dtype;
+    type->shape = t.shape;
+    if (t.is_constant()) type->data = kite::ops::constant_value(t.data.empty() ? nullptr : t.data.data());
+    return true;
+  });
 }
 
 }  // namespace kite::ir

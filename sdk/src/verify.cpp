@@ -220,25 +220,14 @@ Status Verifier::check_node_rules(const Model& model, const NodeRec& node, const
   }
   if (!node.domain.empty()) return fail(label + " has unknown domain '" + node.domain + "'");
   if (!kite::ops::is_known_op(node.op)) return fail(label + ": op " + node.op + " has no shape rules in this runtime");
-  kite::ops::OpNode op;
-  op.name = node.name;
-  op.op = node.op;
-  op.domain = node.domain;
-  op.attrs = node.attrs;
-  op.num_outputs = static_cast<int>(node.outputs.size());
-  for (int t : node.inputs) {
-    kite::ops::TensorType in;
-    if (t < 0) {
-      in.present = false;
-    } else {
-      const TensorRec& r = model.tensors[static_cast<size_t>(t)];
-      in.name = r.name;
-      in.dtype = r.dtype;
-      in.shape = r.shape;
-      in.data = r.is_constant() ? r.const_data : nullptr;
-    }
-    op.inputs.push_back(std::move(in));
-  }
+  kite::ops::OpNode op = kite::ops::make_op_node(node, [&model](int t, kite::ops::TensorType* in) {
+    const TensorRec& r = model.tensors[static_cast<size_t>(t)];
+    in->name = r.name;
+    in->dtype = r.dtype;
+    in->shape = r.shape;
+    if (r.is_constant()) in->data = kite::ops::constant_value(r.const_data);
+    return true;
+  });
   std::vector<kite::ops::TensorType> declared;
   for (int t : node.outputs) {
     const TensorRec& r = model.tensors[static_cast<size_t>(t)];

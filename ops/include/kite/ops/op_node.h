@@ -73,6 +73,39 @@ struct OpNode {
   std::string label() const { return node_label(op, name); }
 };
 
+// Builds the OpNode the shape rules read from a graph node, for the
+// converter's IR and the loaded model alike, so both see the same node:
+// `node` has name, op, domain, attrs, inputs (tensor indices, negative =
+// absent) and outputs; describe(index, &type) fills a present input's name,
+// dtype, shape and, for a constant, data (through constant_value), and
+// returns false for an absent one.
+template <typename Node, typename Describe>
+OpNode make_op_node(const Node& node, Describe describe) {
+  OpNode op;
+  op.name = node.name;
+  op.op = node.op;
+  op.domain = node.domain;
+  op.attrs = node.attrs;
+  op.num_outputs = static_cast<int>(node.outputs.size());
+  op.inputs.reserve(node.inputs.size());
+  for (int index : node.inputs) {
+    TensorType type;
+    if (index < 0 || !describe(index, &type)) {
+      type = TensorType{};
+      type.present = false;
+    }
+    op.inputs.push_back(std::move(type));
+  }
+  return op;
+}
+
+// A constant's value for TensorType::data: its bytes, or for a zero-element
+// constant (no bytes) a non-null pointer, since its empty value is known.
+inline const void* constant_value(const void* bytes) {
+  static const uint8_t kEmpty[8] = {};
+  return bytes ? bytes : static_cast<const void*>(kEmpty);
+}
+
 // Builds an OpNode from a backend ABI node (copies names, shapes, attrs; keeps
 // data pointers of constant inputs).
 OpNode from_backend_node(const kite_backend_node& node);
