@@ -11,6 +11,19 @@
 namespace kite::ops::detail {
 namespace {
 
+// ScatterElements/ScatterND: the reduction is one ONNX names, and one that
+// combines values needs numeric data.
+bool scatter_reduction(Ctx& c, const std::string& reduction) {
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min") {
+    return c.fail("attribute 'reduction' is '" + reduction + "', expected none, add, mul, max or min");
+  }
+  if (reduction != "none" && c.in(0).dtype == KITE_DTYPE_BOOL) {
+    return c.fail("reduction '" + reduction + "' needs numeric data, not bool");
+  }
+  return true;
+}
+
 bool infer_isnan(Ctx& c) {
   if (!c.arity(1, 1, 1, 1) || !c.dtype_in(0, "X", kFloat)) return false;
   if (c.node.op == "IsInf") {
@@ -91,13 +104,7 @@ bool infer_scatter_elements(Ctx& c) {
       !c.attr_string("reduction", "none", &reduction)) {
     return false;
   }
-  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
-      reduction != "min") {
-    return c.fail("attribute 'reduction' is '" + reduction + "', expected none, add, mul, max or min");
-  }
-  if (reduction != "none" && c.in(0).dtype == KITE_DTYPE_BOOL) {
-    return c.fail("reduction '" + reduction + "' needs numeric data, not bool");
-  }
+  if (!scatter_reduction(c, reduction)) return false;
   if (c.shape(2) != c.shape(1)) {
     return c.fail(c.input_label(2, "updates") + " has shape " + shape_string(c.shape(2)) +
                   ", expected the indices' " + shape_string(c.shape(1)));
@@ -147,13 +154,7 @@ bool infer_scatter_nd(Ctx& c) {
       !c.attr_string("reduction", "none", &reduction)) {
     return false;
   }
-  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
-      reduction != "min") {
-    return c.fail("attribute 'reduction' is '" + reduction + "', expected none, add, mul, max or min");
-  }
-  if (reduction != "none" && c.in(0).dtype == KITE_DTYPE_BOOL) {
-    return c.fail("reduction '" + reduction + "' needs numeric data, not bool");
-  }
+  if (!scatter_reduction(c, reduction)) return false;
   const auto& data = c.shape(0);
   const auto& idx = c.shape(1);
   const int64_t k = idx.back();

@@ -144,11 +144,15 @@ bool from_backend_node(const kite_backend_node& node, OpNode* out, std::string* 
   auto note = [&](const std::string& what) {
     if (first_error.empty() && !what.empty()) first_error = n.label() + ": " + what;
   };
+  // A negative count, or a positive one with no array, is malformed.
+  auto bad_array = [&](int32_t count, const void* array, const char* noun) {
+    if (count >= 0 && (count == 0 || array)) return false;
+    note("has " + std::to_string(count) + " " + noun + "s and " + (array ? "an" : "no") + " " + noun +
+         " array");
+    return true;
+  };
 
-  if (node.num_inputs < 0 || (node.num_inputs > 0 && !node.inputs)) {
-    note("has " + std::to_string(node.num_inputs) + " inputs and " +
-         (node.inputs ? "an" : "no") + " input array");
-  } else {
+  if (!bad_array(node.num_inputs, node.inputs, "input")) {
     n.inputs.resize(static_cast<size_t>(node.num_inputs));
     for (int32_t k = 0; k < node.num_inputs; ++k) {
       const kite_backend_tensor* t = node.inputs[k];
@@ -162,18 +166,13 @@ bool from_backend_node(const kite_backend_node& node, OpNode* out, std::string* 
   }
 
   n.num_outputs = node.num_outputs;
-  if (node.num_outputs < 0 || (node.num_outputs > 0 && !node.outputs)) {
-    note("has " + std::to_string(node.num_outputs) + " outputs and " +
-         (node.outputs ? "an" : "no") + " output array");
+  if (bad_array(node.num_outputs, node.outputs, "output")) {
     n.num_outputs = 0;
   } else {
     for (int32_t k = 0; k < node.num_outputs; ++k) n.outputs_used.push_back(node.outputs[k] != nullptr);
   }
 
-  if (node.num_attrs < 0 || (node.num_attrs > 0 && !node.attrs)) {
-    note("has " + std::to_string(node.num_attrs) + " attributes and " +
-         (node.attrs ? "an" : "no") + " attribute array");
-  } else {
+  if (!bad_array(node.num_attrs, node.attrs, "attribute")) {
     n.attrs.resize(static_cast<size_t>(node.num_attrs));
     for (int32_t k = 0; k < node.num_attrs; ++k) {
       std::string why = convert_attr(node.attrs[k], &n.attrs[k]);
