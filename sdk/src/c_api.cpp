@@ -83,14 +83,22 @@ kite_status guarded(const char* fn, F&& body) {
   }
 }
 
-kite_status check_index(const char* fn, const std::vector<int>& list, int32_t index,
-                        const char* what) {
-  if (index < 0 || static_cast<size_t>(index) >= list.size()) {
-    return fail(KITE_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + what + " index " +
-                                                 std::to_string(index) + " out of range (" +
-                                                 std::to_string(list.size()) + " " + what + "s)");
-  }
+// "<what> index <index> out of range (<count> <what>s)", or "" when in range:
+// every index a caller passes is checked with this one message.
+std::string range_error(const char* what, int64_t index, size_t count) {
+  if (index >= 0 && static_cast<uint64_t>(index) < count) return std::string();
+  return std::string(what) + " index " + std::to_string(index) + " out of range (" + std::to_string(count) + " " +
+         what + "s)";
+}
+
+kite_status check_index(const char* fn, size_t count, int64_t index, const char* what) {
+  const std::string e = range_error(what, index, count);
+  if (!e.empty()) return fail(KITE_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + e);
   return KITE_OK;
+}
+
+kite_status check_index(const char* fn, const std::vector<int>& list, int32_t index, const char* what) {
+  return check_index(fn, list.size(), index, what);
 }
 
 void fill_info(const kite::rt::Model& m, int tensor, kite_tensor_info* out) {
@@ -204,19 +212,12 @@ const kite::rt::NodeRec* find_node(const char* fn, const kite_model* model, int3
   };
   if (model == nullptr) return bad("model is NULL");
   const kite::rt::Model& m = *model->model;
-  if (graph < 0 || static_cast<size_t>(graph) >= m.graphs.size()) {
-    return bad("graph index " + std::to_string(graph) + " out of range (" + std::to_string(m.graphs.size()) + " graphs)");
-  }
+  if (std::string e = range_error("graph", graph, m.graphs.size()); !e.empty()) return bad(e);
   const auto& nodes = m.graphs[static_cast<size_t>(graph)].nodes;
-  if (node < 0 || static_cast<size_t>(node) >= nodes.size()) {
-    return bad("node index " + std::to_string(node) + " out of range (" + std::to_string(nodes.size()) + " nodes)");
-  }
+  if (std::string e = range_error("node", node, nodes.size()); !e.empty()) return bad(e);
   const kite::rt::NodeRec* n = &nodes[static_cast<size_t>(node)];
   if (body >= 0) {
-    if (static_cast<size_t>(body) >= n->body.size()) {
-      return bad("body index " + std::to_string(body) + " out of range (" + std::to_string(n->body.size()) +
-                 " body nodes)");
-    }
+    if (std::string e = range_error("body node", body, n->body.size()); !e.empty()) return bad(e);
     n = &n->body[static_cast<size_t>(body)];
   }
   *status = KITE_OK;
@@ -264,10 +265,7 @@ kite_status kite_model_get_tensor(const kite_model* model, int32_t index, kite_m
     return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_model_get_tensor: model or out_tensor is NULL");
   }
   const auto& tensors = model->model->tensors;
-  if (index < 0 || static_cast<size_t>(index) >= tensors.size()) {
-    return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_model_get_tensor: tensor index " + std::to_string(index) +
-                                                 " out of range (" + std::to_string(tensors.size()) + " tensors)");
-  }
+  if (kite_status st = check_index("kite_model_get_tensor", tensors.size(), index, "tensor")) return st;
   const kite::rt::TensorRec& t = tensors[static_cast<size_t>(index)];
   out->name = t.name.c_str();
   out->dtype = t.dtype;
@@ -292,10 +290,7 @@ kite_status kite_model_get_graph(const kite_model* model, int32_t graph, kite_mo
     return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_model_get_graph: model or out_graph is NULL");
   }
   const auto& graphs = model->model->graphs;
-  if (graph < 0 || static_cast<size_t>(graph) >= graphs.size()) {
-    return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_model_get_graph: graph index " + std::to_string(graph) +
-                                                 " out of range (" + std::to_string(graphs.size()) + " graphs)");
-  }
+  if (kite_status st = check_index("kite_model_get_graph", graphs.size(), graph, "graph")) return st;
   const kite::rt::GraphRec& g = graphs[static_cast<size_t>(graph)];
   out->name = g.name.c_str();
   out->num_nodes = static_cast<int32_t>(g.nodes.size());
@@ -331,9 +326,9 @@ kite_status kite_model_get_node_attr(const kite_model* model, int32_t graph, int
   const kite::rt::NodeRec* n = find_node("kite_model_get_node_attr", model, graph, node, body, &st);
   if (n == nullptr) return st;
   if (out == nullptr) return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_model_get_node_attr: out_attr is NULL");
-  if (attr < 0 || attr >= n->abi_attrs.count()) {
-    return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_model_get_node_attr: attribute index " + std::to_string(attr) +
-                                                 " out of range (" + std::to_string(n->abi_attrs.count()) + ")");
+  if (kite_status st = check_index("kite_model_get_node_attr", static_cast<size_t>(n->abi_attrs.count()),
+                                   attr, "attribute")) {
+    return st;
   }
   const kite_backend_attr& a = n->abi_attrs[static_cast<size_t>(attr)];
   out->name = a.name;
@@ -777,11 +772,7 @@ kite_status kite_session_get_node_placement(const kite_session* session, int32_t
     return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_session_get_node_placement: session or out_placement is NULL");
   }
   const auto& all = session->session->placements();
-  if (index < 0 || static_cast<size_t>(index) >= all.size()) {
-    return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_session_get_node_placement: node index " +
-                                                 std::to_string(index) + " out of range (" +
-                                                 std::to_string(all.size()) + " nodes)");
-  }
+  if (kite_status st = check_index("kite_session_get_node_placement", all.size(), index, "node")) return st;
   const kite::rt::PlacementRec& p = all[static_cast<size_t>(index)];
   out_placement->node_name = p.node_name.c_str();
   out_placement->op = p.op.c_str();
@@ -848,9 +839,8 @@ kite_status kite_session_get_backend(const kite_session* session, int32_t index,
   if (out->struct_size < sizeof(uint32_t)) {
     return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_session_get_backend: set out_backend->struct_size");
   }
-  if (index < 0 || static_cast<size_t>(index) >= session->backends.size()) {
-    return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_session_get_backend: backend index " + std::to_string(index) +
-                                                 " out of range (" + std::to_string(session->backends.size()) + ")");
+  if (kite_status st = check_index("kite_session_get_backend", session->backends.size(), index, "backend")) {
+    return st;
   }
   const kite::rt::BackendUsage& u = session->backends[static_cast<size_t>(index)];
   kite_session_backend full{};
@@ -879,10 +869,7 @@ kite_status kite_session_get_node_profile(const kite_session* session, int32_t i
     return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_session_get_node_profile: session or out_profile is NULL");
   }
   const auto& all = session->session->profile();
-  if (index < 0 || static_cast<size_t>(index) >= all.size()) {
-    return fail(KITE_ERROR_INVALID_ARGUMENT, "kite_session_get_node_profile: node index " + std::to_string(index) +
-                                                 " out of range (" + std::to_string(all.size()) + " nodes)");
-  }
+  if (kite_status st = check_index("kite_session_get_node_profile", all.size(), index, "node")) return st;
   const kite::rt::NodeProfile& p = all[static_cast<size_t>(index)];
   out->runs = p.runs;
   out->total_ns = p.total_ns;
