@@ -195,36 +195,15 @@ class Node {
       bool absent = std::find(absent_outputs_.begin(), absent_outputs_.end(), k) != absent_outputs_.end();
       spec.outputs.push_back(absent ? -1 : add(outputs_[k]));
     }
-    abi_attrs_.clear();
-    for (Attr& a : attrs_) {
-      kite_backend_attr b{};
-      b.name = a.name.c_str();
-      b.type = a.type;
-      b.i = a.i;
-      b.f = a.f;
-      b.s = a.s.c_str();
-      b.count = a.type == KITE_ATTR_INTS ? static_cast<int32_t>(a.ints.size())
-                                          : static_cast<int32_t>(a.floats.size());
-      b.ints = a.ints.data();
-      b.floats = a.floats.data();
-      abi_attrs_.push_back(b);
-    }
-    spec.num_raw_attrs = static_cast<int32_t>(abi_attrs_.size());
+    abi_attrs_.assign(attrs_);
+    spec.num_raw_attrs = abi_attrs_.count();
     spec.raw_attrs = abi_attrs_.data();
     node_.build(spec, &tensors_);
     return node_.v2();
   }
 
  private:
-  struct Attr {
-    std::string name;
-    kite_attr_type type;
-    int64_t i = 0;
-    float f = 0;
-    std::string s;
-    std::vector<int64_t> ints;
-    std::vector<float> floats;
-  };
+  using Attr = kite::ops::Attr;
 
   Attr& attr(const char* name, kite_attr_type type) {
     attrs_.emplace_back();
@@ -253,9 +232,9 @@ class Node {
   std::string op_, name_, domain_, fused_;
   std::deque<TestTensor> inputs_, outputs_;
   std::vector<size_t> absent_, absent_outputs_;
-  std::deque<Attr> attrs_;
+  std::vector<Attr> attrs_;
   kite::abi::TensorTable tensors_;
-  std::vector<kite_backend_attr> abi_attrs_;
+  kite::abi::AttrTable abi_attrs_;  // what the node's raw_attrs point at
   kite::abi::Node node_;
 };
 
