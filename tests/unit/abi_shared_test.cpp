@@ -327,3 +327,39 @@ TEST(OpsAttentionShapes, PatternInputsOutputsAndScale) {
 }
 
 }  // namespace
+
+namespace {
+
+kite::abi::NodeView DeviceAttention(kite_dtype v_dtype, int64_t nan_to_zero) {
+  kite::abi::NodeView n;
+  n.op = AttentionNode({1, 5, 8}, {1, 8, 7}, {1, 7, 16});
+  n.op.inputs[2].dtype = v_dtype;
+  Attr guard;
+  guard.name = "nan_to_zero";
+  guard.type = KITE_ATTR_INT;
+  guard.i = nan_to_zero;
+  n.op.attrs.push_back(guard);
+  n.pattern = "Attention";
+  n.outputs = {Tensor("o", {1, 5, 16})};
+  return n;
+}
+
+TEST(AbiDeviceAttention, FloatWithoutTheNanGuard) {
+  Shape scores, out;
+  EXPECT_EQ(kite::abi::device_attention_of(DeviceAttention(KITE_DTYPE_FLOAT32, 0), "CUDA", &scores, &out), "");
+  EXPECT_EQ(scores, Shape({1, 5, 7}));
+  EXPECT_EQ(out, Shape({1, 5, 16}));
+  const std::string guard =
+      kite::abi::device_attention_of(DeviceAttention(KITE_DTYPE_FLOAT32, 1), "Vulkan", &scores, &out);
+  EXPECT_TRUE(Contains(guard, "nan_to_zero")) << guard;
+  EXPECT_TRUE(Contains(guard, "Vulkan")) << guard;
+  const std::string dtype =
+      kite::abi::device_attention_of(DeviceAttention(KITE_DTYPE_FLOAT16, 0), "CUDA", &scores, &out);
+  EXPECT_TRUE(Contains(dtype, "input 2 'v' has dtype")) << dtype;
+  kite::abi::NodeView wrong_out = DeviceAttention(KITE_DTYPE_FLOAT32, 0);
+  wrong_out.outputs[0].shape = {1, 5, 8};
+  const std::string output = kite::abi::device_attention_of(wrong_out, "CUDA", &scores, &out);
+  EXPECT_TRUE(Contains(output, "output 'o'")) << output;
+}
+
+}  // namespace

@@ -2,6 +2,9 @@
 
 #include <cstring>
 
+#include "kite/ops/attention.h"
+#include "kite/ops/fused.h"
+
 namespace kite::abi {
 
 MergedAxes merge_axes(const std::vector<int64_t>& dims, const std::vector<int64_t>& a_strides,
@@ -93,6 +96,20 @@ std::string inner_resize_of(const NodeView& n, const char* backend, InnerResize*
     out->scale_h = resized[w - 1].scale;
   }
   return "";
+}
+
+std::string device_attention_of(const NodeView& n, const char* backend, std::vector<int64_t>* scores,
+                                std::vector<int64_t>* out) {
+  std::string why = kite::ops::attention_shapes(n.op, n.pattern, n.outputs, scores, out);
+  for (size_t i = 0; why.empty() && i < n.op.inputs.size(); ++i) {
+    if (n.op.has_input(i)) why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32}, backend);
+  }
+  if (why.empty()) why = kite::ops::expect_declared_output(n.outputs, 0, KITE_DTYPE_FLOAT32, *out);
+  if (why.empty() && n.op.attr_int("nan_to_zero", 0) != 0) {
+    // Hugging Face's NaN guard is not in these kernels: the body runs instead.
+    why = "attribute nan_to_zero (the fused IsNaN/Where guard) is not implemented on " + std::string(backend);
+  }
+  return why;
 }
 
 }  // namespace kite::abi

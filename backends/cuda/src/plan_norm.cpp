@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "kite/abi/device_rules.h"
-#include "kite/ops/attention.h"
 #include "plan_util.h"
 
 namespace kite::cuda {
@@ -147,16 +146,8 @@ std::string plan_instance_norm(const NodeView& n, const PlanContext&, Kernel* k)
 
 std::string plan_fused_attention(const NodeView& n, const PlanContext&, Kernel* k) {
   Shape scores, out;
-  std::string why = kite::ops::attention_shapes(n.op, n.pattern, n.outputs, &scores, &out);
-  for (size_t i = 0; why.empty() && i < n.op.inputs.size(); ++i) {
-    if (n.op.has_input(i)) why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32});
-  }
-  if (why.empty()) why = expect_output(n, 0, KITE_DTYPE_FLOAT32, out);
+  const std::string why = abi::device_attention_of(n, "CUDA", &scores, &out);
   if (!why.empty()) return why;
-  if (n.op.attr_int("nan_to_zero", 0) != 0) {
-    // Hugging Face's NaN guard is not in this kernel: the body runs instead.
-    return "attribute nan_to_zero (the fused IsNaN/Where guard) is not implemented here";
-  }
   const Shape& q = n.in_shape(0);
   const size_t r = q.size();
   const int64_t S = q[r - 2], D = q[r - 1], T = scores[r - 1], Dv = out[r - 1];

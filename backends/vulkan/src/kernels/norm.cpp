@@ -4,7 +4,6 @@
 // and softmax sums in float32).
 #include "kernels.h"
 #include "kite/abi/device_rules.h"
-#include "kite/ops/attention.h"
 
 namespace kite::vk {
 
@@ -189,16 +188,8 @@ std::string plan_batch_norm(const NodeView& n, const PlanContext& ctx, Kernel* k
 
 std::string plan_fused_attention(const NodeView& n, const PlanContext& ctx, Kernel* k) {
   Shape scores, out;
-  std::string why = kite::ops::attention_shapes(n.op, n.pattern, n.outputs, &scores, &out);
-  for (size_t i = 0; why.empty() && i < n.op.inputs.size(); ++i) {
-    if (n.op.has_input(i)) why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32});
-  }
-  if (why.empty()) why = expect_output(n, 0, KITE_DTYPE_FLOAT32, out);
+  const std::string why = abi::device_attention_of(n, "Vulkan", &scores, &out);
   if (!why.empty()) return why;
-  if (n.op.attr_int("nan_to_zero", 0) != 0) {
-    // Hugging Face's NaN guard is not in this kernel: the body runs instead.
-    return "attribute nan_to_zero (the fused IsNaN/Where guard) is not implemented here";
-  }
   const Shape& q = n.in_shape(0);
   const Shape& kt = n.in_shape(1);
   const Shape& v = n.in_shape(2);

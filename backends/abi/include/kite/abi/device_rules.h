@@ -1,6 +1,6 @@
 // Rules the device backends (Vulkan, CUDA) apply alike when they plan a
 // node: how a strided index space collapses for a kernel of bounded rank,
-// and which Resize their kernels run. One home, so the backends cannot
+// and which Resize and fused Attention their kernels run. One home, so the backends cannot
 // drift apart.
 #pragma once
 
@@ -38,5 +38,12 @@ struct InnerResize {
 // the sizes. The per-axis sizes and scales come from the op rule
 // (kite::ops::resolve_resize), as on the CPU backend.
 std::string inner_resize_of(const NodeView& n, const char* backend, InnerResize* out);
+
+// The fused Attention as the device kernels run it: the op rule
+// (kite::ops::attention_shapes), float32 inputs and output, and no
+// nan_to_zero guard. "" with the scores' shape [.., S, T] and the
+// output's [.., S, Dv], or why `backend` cannot run the node.
+std::string device_attention_of(const NodeView& n, const char* backend, std::vector<int64_t>* scores,
+                                std::vector<int64_t>* out);
 
 }  // namespace kite::abi
