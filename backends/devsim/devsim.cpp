@@ -152,12 +152,8 @@ bool parse_options(const kite_backend_create_info* info, Options* out, std::stri
     const std::string key = info->option_keys[i] ? info->option_keys[i] : "";
     const std::string value = info->option_values[i] ? info->option_values[i] : "";
     auto flag = [&](bool* target) {
-      if (value != "0" && value != "1") {
-        *err = "option " + key + "=" + value + ": expected 0 or 1";
-        return false;
-      }
-      *target = value == "1";
-      return true;
+      *err = kite::abi::parse_flag_option("devsim", key, value, target);
+      return err->empty();
     };
     if (key == "unified") {
       if (!flag(&out->unified)) return false;
@@ -244,9 +240,8 @@ uint8_t* resolve(Instance* in, kite_backend_buffer handle, uint64_t offset, uint
            " is not a devsim buffer of this instance";
     return nullptr;
   }
-  if (offset > b->size || size > b->size - offset) {
-    *err = what + ": range [" + std::to_string(offset) + ", +" + std::to_string(size) +
-           ") is outside its buffer of " + std::to_string(b->size) + " bytes";
+  if (!kite::abi::range_fits(offset, size, b->size)) {
+    *err = kite::abi::range_outside(what, offset, size, b->size);
     return nullptr;
   }
   if (offset % kOffsetAlignment != 0) {
@@ -749,9 +744,14 @@ kite_status ds_copy_buffer(void* backend, kite_backend_buffer src, uint64_t src_
   std::string why;
   Buffer* sb = find_buffer(in, src);
   Buffer* db = find_buffer(in, dst);
-  if (sb == nullptr || db == nullptr || src_offset > sb->size || size > sb->size - src_offset ||
-      dst_offset > db->size || size > db->size - dst_offset || db->read_only) {
-    write_message(err, err_size, "copy_buffer: a range is outside its buffer or the target is read-only");
+  if (sb == nullptr || db == nullptr) {
+    write_message(err, err_size, "copy_buffer: a buffer is not a devsim buffer of this instance");
+    return KITE_ERROR_INVALID_ARGUMENT;
+  }
+  why = kite::abi::check_copy_ranges(src_offset, sb->size, dst_offset, db->size, size);
+  if (why.empty() && db->read_only) why = "copy_buffer: the target is read-only";
+  if (!why.empty()) {
+    write_message(err, err_size, why);
     return KITE_ERROR_INVALID_ARGUMENT;
   }
   Op op;

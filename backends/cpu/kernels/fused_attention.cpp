@@ -10,6 +10,8 @@
 
 #include "fused_common.h"
 #include "kernels.h"
+#include "kite/abi/device_node.h"
+#include "kite/ops/attention.h"
 #include "softmax_neon.h"
 
 namespace kite::cpu {
@@ -100,52 +102,19 @@ class AttentionKernel : public Kernel {
   std::vector<float> scores_;
 };
 
-// Element strides of a tensor of shape `shape` read as broadcast to `to`
-// (aligned right; 0 along broadcast axes).
-Shape broadcast_strides(const Shape& shape, const Shape& to) {
-  Shape strides(to.size(), 0);
-  int64_t stride = 1;
-  for (size_t k = 0; k < shape.size(); ++k) {
-    const size_t d = shape.size() - 1 - k;
-    const size_t out = to.size() - 1 - k;
-    strides[out] = shape[d] == 1 ? 0 : stride;
-    stride *= shape[d];
-  }
-  return strides;
-}
-
 }  // namespace
 
 std::string check_fused_attention(const OpNode& op, const std::string& pattern,
                                   const std::vector<TensorType>& outputs) {
-  if (pattern != "Attention") return "pattern '" + pattern + "' is not Attention";
-  if (op.inputs.size() < 3 || op.inputs.size() > 4 || !op.has_input(0) || !op.has_input(1) ||
-      !op.has_input(2)) {
-    return "expects inputs q, kt, v [, mask]";
-  }
-  if (outputs.size() != 1) return "expects one output";
-  std::string why = expect_dtypes(op, 0, op.inputs.size(), {KITE_DTYPE_FLOAT32});
+  Shape scores, out;
+  std::string why = kite::ops::attention_shapes(op, pattern, outputs, &scores, &out);
+  if (why.empty()) why = expect_dtypes(op, 0, op.inputs.size(), {KITE_DTYPE_FLOAT32});
   if (!why.empty()) return why;
-  const kite::ops::Attr* scale = op.find_attr("scale");
-  if (!scale || scale->type != KITE_ATTR_FLOAT || !std::isfinite(scale->f)) {
-    return "attribute 'scale' must be a finite float";
-  }
   const kite::ops::Attr* guard = op.find_attr("nan_to_zero");
   if (guard && (guard->type != KITE_ATTR_INT || (guard->i != 0 && guard->i != 1))) {
     return "attribute 'nan_to_zero' must be 0 or 1";
   }
-  const Shape& q = op.inputs[0].shape;
-  const Shape& kt = op.inputs[1].shape;
-  const Shape& v = op.inputs[2].shape;
-  const size_t r = q.size();
-  if (r < 2 || kt.size() != r || v.size() != r) return "q, kt and v must have the same rank (at least 2)";
-  for (size_t k = 0; k + 2 < r; ++k) {
-    if (kt[k] != q[k] || v[k] != q[k]) return "q, kt and v must have the same leading dims";
-  }
-  if (kt[r - 2] != q[r - 1]) return "kt's rows must match q's columns";
-  if (v[r - 2] != kt[r - 1]) return "v's rows must match kt's columns";
-  Shape scores(q.begin(), q.end() - 1);
-  scores.push_back(kt[r - 1]);
+  const size_t r = scores.size();
   if (op.has_input(3)) {
     Shape joined;
     if (op.inputs[3].shape.size() > r || !kite::ops::broadcast_shapes(op.inputs[3].shape, scores, &joined) ||
@@ -153,8 +122,6 @@ std::string check_fused_attention(const OpNode& op, const std::string& pattern,
       return input_label(op, 3) + " does not broadcast to the scores " + kite::ops::shape_string(scores);
     }
   }
-  Shape out(q.begin(), q.end() - 1);
-  out.push_back(v[r - 1]);
   return fused::expect_output(op, outputs, 0, KITE_DTYPE_FLOAT32, out);
 }
 
@@ -173,7 +140,7 @@ std::unique_ptr<Kernel> prepare_fused_attention(const KernelArgs& args, std::str
   const float* mask = nullptr;
   if (op.has_input(3)) {
     mask = static_cast<const float*>(args.input_data(3));
-    mask_strides = broadcast_strides(op.inputs[3].shape, scores);
+    mask_strides = kite::abi::broadcast_strides(op.inputs[3].shape, scores);
   }
   const Shape lead_strides(mask_strides.begin(), mask_strides.end() - 2);
   auto in = [&](int i) { return static_cast<const float*>(args.input_data(i)); };

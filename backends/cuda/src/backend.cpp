@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kite/abi/plugin.h"
+
 namespace kite::cuda {
 
 namespace {
@@ -46,12 +48,8 @@ kite_status Backend::init(const kite_backend_create_info* info, std::string* err
     const std::string key = info->option_keys[i] ? info->option_keys[i] : "";
     const std::string value = info->option_values[i] ? info->option_values[i] : "";
     auto flag = [&](bool* out) {
-      if (value != "0" && value != "1") {
-        *err = "CUDA backend option " + key + "=" + value + ": expected 0 or 1";
-        return false;
-      }
-      *out = value == "1";
-      return true;
+      *err = abi::parse_flag_option("CUDA", key, value, out);
+      return err->empty();
     };
     bool b = false;
     if (key == "unified") {
@@ -580,10 +578,8 @@ kite_status Backend::upload(const kite_backend_tensor2& dst, const void* src, st
   kite_status s = check_health(err);
   if (s != KITE_OK) return s;
   Buffer* b = dst.buffer;
-  if (!b || dst.offset > b->size || dst.byte_size > b->size - dst.offset) {
-    *err = "upload of '" + tensor_name(&dst) + "': its range is outside its buffer";
-    return KITE_ERROR_INVALID_ARGUMENT;
-  }
+  *err = abi::check_tensor_range("upload", dst, b != nullptr, b ? b->size : 0);
+  if (!err->empty()) return KITE_ERROR_INVALID_ARGUMENT;
   if (dst.byte_size == 0) return KITE_OK;
   ContextScope scope(*device_);
   const CUdeviceptr to = b->ptr + dst.offset;
@@ -612,10 +608,8 @@ kite_status Backend::download(void* dst, const kite_backend_tensor2& src, std::s
   kite_status s = check_health(err);
   if (s != KITE_OK) return s;
   Buffer* b = src.buffer;
-  if (!b || src.offset > b->size || src.byte_size > b->size - src.offset) {
-    *err = "download of '" + tensor_name(&src) + "': its range is outside its buffer";
-    return KITE_ERROR_INVALID_ARGUMENT;
-  }
+  *err = abi::check_tensor_range("download", src, b != nullptr, b ? b->size : 0);
+  if (!err->empty()) return KITE_ERROR_INVALID_ARGUMENT;
   if (src.byte_size == 0) return KITE_OK;
   ContextScope scope(*device_);
   if (b->kind == Buffer::Kind::kMappedHost || b->kind == Buffer::Kind::kRegistered) {
@@ -639,11 +633,12 @@ kite_status Backend::copy_buffer(Buffer* src, uint64_t src_offset, Buffer* dst, 
                                  std::string* err) {
   kite_status s = check_health(err);
   if (s != KITE_OK) return s;
-  if (!src || !dst || src_offset > src->size || size > src->size - src_offset || dst_offset > dst->size ||
-      size > dst->size - dst_offset) {
-    *err = "copy_buffer: a range is outside its buffer";
+  if (!src || !dst) {
+    *err = "copy_buffer: a buffer is NULL";
     return KITE_ERROR_INVALID_ARGUMENT;
   }
+  *err = abi::check_copy_ranges(src_offset, src->size, dst_offset, dst->size, size);
+  if (!err->empty()) return KITE_ERROR_INVALID_ARGUMENT;
   if (size == 0) return KITE_OK;
   ContextScope scope(*device_);
   const CUresult r = drv_.MemcpyDtoDAsync(dst->ptr + dst_offset, src->ptr + src_offset, size, stream_);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kite/abi/device_rules.h"
 #include "kite/ops/resolve.h"
 #include "plan_util.h"
 
@@ -289,55 +290,13 @@ AxisTaps axis_taps(const ops::ResizeSampling& sampling, int64_t in_len, int64_t 
 }  // namespace
 
 std::string plan_resize(const NodeView& n, const PlanContext&, Kernel* k) {
-  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32});
+  abi::InnerResize r;
+  const std::string why = abi::inner_resize_of(n, "CUDA", &r);
   if (!why.empty()) return why;
-  ops::ResizeSampling sampling;
-  ops::RuleError rule_err;
-  if (!ops::resize_sampling_of(n.op, &sampling, &rule_err)) return rule_err.message;
-  if (n.op.attr_int("antialias", 0) != 0) return "antialias is not supported";
-  const std::string policy = n.op.attr_string("keep_aspect_ratio_policy", "stretch");
-  if (policy != "stretch") return "keep_aspect_ratio_policy '" + policy + "' is not supported on CUDA";
-  const Shape& in = n.in_shape(0);
   const Shape& out = n.out_shape(0);
-  const int64_t rank = static_cast<int64_t>(in.size());
-  if (rank < 2 || out.size() != in.size()) return "needs at least 2 dims and an output of the same rank";
-  Shape axes = n.op.attr_ints("axes", {});
-  if (axes.empty()) {
-    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
-  }
-  std::vector<float> scale(static_cast<size_t>(rank), 1.0f);
-  const bool has_scales = n.op.has_input(2) && numel(n.in_shape(2)) > 0;
-  if (has_scales) {
-    why = expect_constant(n, 2, "scales");
-    if (!why.empty()) return why;
-    if (n.op.inputs[2].dtype != KITE_DTYPE_FLOAT32 || numel(n.in_shape(2)) != static_cast<int64_t>(axes.size())) {
-      return "scales must be float32 with one value per axis";
-    }
-    const float* s = static_cast<const float*>(n.op.inputs[2].data);
-    for (size_t i = 0; i < axes.size(); ++i) {
-      const int64_t a = normalize_axis(axes[i], rank);
-      if (a < 0 || !(s[i] > 0.0f)) return "scales or axes out of range";
-      scale[static_cast<size_t>(a)] = s[i];
-    }
-  } else {
-    for (int64_t d = 0; d < rank; ++d) {
-      scale[static_cast<size_t>(d)] = in[static_cast<size_t>(d)] > 0
-                                          ? static_cast<float>(out[static_cast<size_t>(d)]) / static_cast<float>(in[static_cast<size_t>(d)])
-                                          : 1.0f;
-    }
-  }
-  // The CUDA kernel resizes the last two axes; leading axes must keep
-  // their size at scale 1.
-  for (int64_t d = 0; d + 2 < rank; ++d) {
-    if (in[static_cast<size_t>(d)] != out[static_cast<size_t>(d)] || scale[static_cast<size_t>(d)] != 1.0f) {
-      return "resizing axis " + std::to_string(d) + " (the CUDA kernel resizes the last two axes only)";
-    }
-  }
-  const int64_t ih = in[static_cast<size_t>(rank - 2)], iw = in[static_cast<size_t>(rank - 1)];
-  const int64_t oh = out[static_cast<size_t>(rank - 2)], ow = out[static_cast<size_t>(rank - 1)];
-  if ((ih == 0 && oh > 0) || (iw == 0 && ow > 0)) return "cannot resize an empty axis";
-  const AxisTaps h = axis_taps(sampling, ih, oh, scale[static_cast<size_t>(rank - 2)], iw);
-  const AxisTaps w = axis_taps(sampling, iw, ow, scale[static_cast<size_t>(rank - 1)], 1);
+  const int64_t ih = r.in_h, iw = r.in_w, oh = r.out_h, ow = r.out_w;
+  const AxisTaps h = axis_taps(r.sampling, ih, oh, r.scale_h, iw);
+  const AxisTaps w = axis_taps(r.sampling, iw, ow, r.scale_w, 1);
   Table t;
   const size_t hb = h.offset.size() * 4, wb = w.offset.size() * 4;
   t.bytes.resize(2 * hb + 2 * wb);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kite/abi/device_rules.h"
 #include "plan_util.h"
 
 namespace kite::cuda {
@@ -47,20 +48,8 @@ std::string add_binary(Kernel* k, const kite_backend_tensor2* a, const Shape& as
   p.op = op;
   p.contiguous = as == out && bs == out;
   if (!p.contiguous) {
-    const Shape sa = broadcast_strides(as, out), sb = broadcast_strides(bs, out);
-    Shape shape, ma, mb;
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (out[i] == 1) continue;
-      if (!shape.empty() && ma.back() == sa[i] * out[i] && mb.back() == sb[i] * out[i]) {
-        shape.back() *= out[i];
-        ma.back() = sa[i];
-        mb.back() = sb[i];
-        continue;
-      }
-      shape.push_back(out[i]);
-      ma.push_back(sa[i]);
-      mb.push_back(sb[i]);
-    }
+    const abi::MergedAxes m = abi::merge_axes(out, broadcast_strides(as, out), broadcast_strides(bs, out));
+    const Shape &shape = m.dims, &ma = m.a, &mb = m.b;
     if (shape.size() > static_cast<size_t>(kite_cuda::kMaxBinaryRank)) {
       return "broadcasting over " + std::to_string(shape.size()) + " axes (the CUDA kernel takes " +
              std::to_string(kite_cuda::kMaxBinaryRank) + ")";

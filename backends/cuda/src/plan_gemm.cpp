@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "backend.h"
+#include "kite/abi/device_rules.h"
 #include "library_calls.h"
 #include "plan_util.h"
 
@@ -130,19 +131,8 @@ std::string describe_matmul(const NodeView& n, Product* pr) {
     stride_b *= db;
   }
   // Merge batch axes into at most two levels.
-  Shape ld, la, lb;
-  for (size_t i = 0; i < rank; ++i) {
-    if (dims[i] == 1) continue;
-    if (!ld.empty() && la.back() == sa[i] * dims[i] && lb.back() == sb[i] * dims[i]) {
-      ld.back() *= dims[i];
-      la.back() = sa[i];
-      lb.back() = sb[i];
-      continue;
-    }
-    ld.push_back(dims[i]);
-    la.push_back(sa[i]);
-    lb.push_back(sb[i]);
-  }
+  abi::MergedAxes merged = abi::merge_axes(dims, sa, sb);
+  Shape &ld = merged.dims, &la = merged.a, &lb = merged.b;
   if (ld.size() > 2) return "batch dims broadcast in more than two groups (the CUDA kernels take two)";
   // A batch of row-major A times one shared B is one taller product.
   if (ld.size() == 1 && lb[0] == 0 && la[0] == g.M * g.K) {

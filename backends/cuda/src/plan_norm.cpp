@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kite/abi/device_rules.h"
 #include "plan_util.h"
 
 namespace kite::cuda {
@@ -144,37 +145,13 @@ std::string plan_instance_norm(const NodeView& n, const PlanContext&, Kernel* k)
 }
 
 std::string plan_fused_attention(const NodeView& n, const PlanContext&, Kernel* k) {
-  if (n.pattern != "Attention") return "pattern '" + n.pattern + "' is not Attention";
-  if (n.op.inputs.size() < 3 || n.op.inputs.size() > 4 || !n.op.has_input(0) || !n.op.has_input(1) || !n.op.has_input(2)) {
-    return "expects inputs q, kt, v [, mask]";
-  }
-  if (n.outputs.size() != 1) return "expects one output";
-  for (size_t i = 0; i < n.op.inputs.size(); ++i) {
-    if (!n.op.has_input(i)) continue;
-    std::string why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32});
-    if (!why.empty()) return why;
-  }
-  const kite::ops::Attr* scale = n.op.find_attr("scale");
-  if (!scale || scale->type != KITE_ATTR_FLOAT || !std::isfinite(scale->f)) return "attribute 'scale' must be a finite float";
-  if (n.op.attr_int("nan_to_zero", 0) != 0) {
-    // Hugging Face's NaN guard is not in this kernel: the body runs instead.
-    return "attribute nan_to_zero (the fused IsNaN/Where guard) is not implemented here";
-  }
-  const Shape& q = n.in_shape(0);
-  const Shape& kt = n.in_shape(1);
-  const Shape& v = n.in_shape(2);
-  const size_t r = q.size();
-  if (r < 2 || kt.size() != r || v.size() != r) return "q, kt and v must have the same rank (at least 2)";
-  for (size_t d = 0; d + 2 < r; ++d) {
-    if (kt[d] != q[d] || v[d] != q[d]) return "q, kt and v must have the same leading dims";
-  }
-  const int64_t S = q[r - 2], D = q[r - 1], T = kt[r - 1], Dv = v[r - 1];
-  if (kt[r - 2] != D) return "kt's rows must match q's columns";
-  if (v[r - 2] != T) return "v's rows must match kt's columns";
-  Shape out(q.begin(), q.end() - 1);
-  out.push_back(Dv);
-  std::string why = expect_output(n, 0, KITE_DTYPE_FLOAT32, out);
+  Shape scores, out;
+  const std::string why = abi::device_attention_of(n, "CUDA", &scores, &out);
   if (!why.empty()) return why;
+  const Shape& q = n.in_shape(0);
+  const size_t r = q.size();
+  const int64_t S = q[r - 2], D = q[r - 1], T = scores[r - 1], Dv = out[r - 1];
+  const float scale = n.op.attr_float("scale", 1.0f);
   if (D > kite_cuda::kAttentionMaxD) return "head size " + std::to_string(D) + " (the CUDA kernel takes up to 256)";
   if (Dv > kite_cuda::kAttentionMaxDv) return "value size " + std::to_string(Dv) + " (the CUDA kernel takes up to 512)";
   using kite_cuda::AttentionParams;
@@ -186,15 +163,12 @@ std::string plan_fused_attention(const NodeView& n, const PlanContext&, Kernel* 
   p.D = static_cast<int32_t>(D);
   p.T = static_cast<int32_t>(T);
   p.Dv = static_cast<int32_t>(Dv);
-  p.scale = scale->f;
+  p.scale = scale;
   const bool has_mask = n.op.has_input(3);
   if (has_mask) {
     // The mask's strides along the scores [lead..., S, T] (0: broadcast).
     const Shape& m = n.in_shape(3);
     if (m.size() > r) return "the mask has more dims than the scores";
-    Shape scores = lead;
-    scores.push_back(S);
-    scores.push_back(T);
     Shape ms(r, 0);
     int64_t stride = 1;
     for (size_t i = 0; i < m.size(); ++i) {
@@ -205,22 +179,15 @@ std::string plan_fused_attention(const NodeView& n, const PlanContext&, Kernel* 
     }
     p.mask_row_stride = static_cast<int32_t>(ms[r - 2]);
     p.mask_col_stride = static_cast<int32_t>(ms[r - 1]);
-    Shape dims, strides;
-    for (size_t d = 0; d + 2 < r; ++d) {
-      if (lead[d] == 1) continue;
-      if (!dims.empty() && strides.back() == ms[d] * lead[d]) {
-        dims.back() *= lead[d];
-        strides.back() = ms[d];
-        continue;
-      }
-      dims.push_back(lead[d]);
-      strides.push_back(ms[d]);
+    const Shape lead_strides(ms.begin(), ms.end() - 2);
+    const abi::MergedAxes merged = abi::merge_axes(lead, lead_strides, lead_strides);
+    if (merged.dims.size() > static_cast<size_t>(kite_cuda::kAttentionMaxLead)) {
+      return "the mask broadcasts over too many groups of dims";
     }
-    if (dims.size() > static_cast<size_t>(kite_cuda::kAttentionMaxLead)) return "the mask broadcasts over too many groups of dims";
-    p.lead_rank = static_cast<int32_t>(dims.size());
-    for (size_t i = 0; i < dims.size(); ++i) {
-      p.lead_dims[i] = static_cast<int32_t>(dims[i]);
-      p.mask_lead_strides[i] = static_cast<int32_t>(strides[i]);
+    p.lead_rank = static_cast<int32_t>(merged.dims.size());
+    for (size_t i = 0; i < merged.dims.size(); ++i) {
+      p.lead_dims[i] = static_cast<int32_t>(merged.dims[i]);
+      p.mask_lead_strides[i] = static_cast<int32_t>(merged.a[i]);
     }
   }
   if (B * S == 0 || Dv == 0) return "";

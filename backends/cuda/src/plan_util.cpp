@@ -5,39 +5,12 @@
 #include <cstring>
 #include <limits>
 
+#include "kite/abi/device_rules.h"
 #include "kite/ops/fused.h"
 
 namespace kite::cuda {
 
 using kite_cuda::Act;
-
-int64_t numel(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
-Shape strides_of(const Shape& s) {
-  Shape st(s.size(), 1);
-  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
-  return st;
-}
-
-std::string expect_dtype(const NodeView& n, size_t i, std::initializer_list<kite_dtype> dtypes) {
-  return abi::expect_dtype(n, i, dtypes, "CUDA");
-}
-
-std::string expect_constant(const NodeView& n, size_t i, const char* what) {
-  return abi::expect_constant(n, i, what, "CUDA");
-}
-
-std::string reduce_axes_of(const NodeView& n, std::vector<int64_t>* axes) {
-  return abi::reduce_axes_of(n, axes, "CUDA");
-}
-
-std::string expect_output(const NodeView& n, size_t k, kite_dtype dtype, const Shape& shape) {
-  return kite::ops::expect_declared_output(n.outputs, k, dtype, shape);
-}
 
 // The kernels' activation codes follow kite::ops::FusedActivation::Kind.
 static_assert(kite_cuda::kOpIdentity == int{kite::ops::FusedActivation::kNone} &&
@@ -50,14 +23,6 @@ std::string parse_activation(const NodeView& n, bool optional, Act* out) {
   const std::string why = kite::ops::parse_fused_activation(n.op, n.pattern, optional, &a);
   *out = Act{static_cast<int32_t>(a.kind), a.alpha, a.beta};
   return why;
-}
-
-OpNode primitive(const NodeView& n, const char* op_type, size_t num_inputs) {
-  return kite::ops::fused_primitive(n.op, op_type, num_inputs);
-}
-
-std::string check_primitive_output(const NodeView& n, const OpNode& primitive_op, size_t k) {
-  return kite::ops::check_primitive_output(primitive_op, n.outputs, k);
 }
 
 void add_unary(Kernel* k, const kite_backend_tensor2* x, const kite_backend_tensor2* y, int64_t n, Act act) {
@@ -103,19 +68,8 @@ std::string add_strided_copy(Kernel* k, const kite_backend_tensor2* src, uint64_
                              const Shape& src_strides_in, const Shape& dst_strides_in, size_t elem_size) {
   using kite_cuda::CopyParams;
   // Drop size-1 axes and merge axes contiguous on both sides.
-  Shape shape, ss, ds;
-  for (size_t i = 0; i < shape_in.size(); ++i) {
-    if (shape_in[i] == 1) continue;
-    if (!shape.empty() && ss.back() == src_strides_in[i] * shape_in[i] && ds.back() == dst_strides_in[i] * shape_in[i]) {
-      shape.back() *= shape_in[i];
-      ss.back() = src_strides_in[i];
-      ds.back() = dst_strides_in[i];
-      continue;
-    }
-    shape.push_back(shape_in[i]);
-    ss.push_back(src_strides_in[i]);
-    ds.push_back(dst_strides_in[i]);
-  }
+  const abi::MergedAxes m = abi::merge_axes(shape_in, src_strides_in, dst_strides_in);
+  const Shape &shape = m.dims, &ss = m.a, &ds = m.b;
   const int64_t n = numel(shape);
   if (n == 0) return "";
   if (shape.size() > static_cast<size_t>(kite_cuda::kMaxRank)) {

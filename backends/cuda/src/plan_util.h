@@ -7,39 +7,28 @@
 #include <vector>
 
 #include "kernel.h"
+#include "kite/abi/plan_helpers.h"
 #include "kite/ops/resolve.h"
 
 namespace kite::cuda {
 
-using Shape = std::vector<int64_t>;
-using kite::ops::OpNode;
-using kite::ops::TensorType;
-using abi::broadcast_strides;
-using abi::constant_ints;
-using abi::input_label;
-using kite::ops::normalize_axis;  // -1 when out of range
+using namespace kite::abi::plan;  // Shape, numel, strides_of, primitive, expect_output ...
 
-int64_t numel(const Shape& s);
-// Row-major element strides of a shape.
-Shape strides_of(const Shape& s);
-// "" when input i is present with one of the dtypes.
-std::string expect_dtype(const NodeView& n, size_t i, std::initializer_list<kite_dtype> dtypes);
-// "" when input i is a constant whose host bytes are readable.
-std::string expect_constant(const NodeView& n, size_t i, const char* what);
-// A reduction's axes (input 1 or the attribute), not yet normalized.
-std::string reduce_axes_of(const NodeView& n, std::vector<int64_t>* axes);
-// "" when declared output k exists with this dtype and shape.
-std::string expect_output(const NodeView& n, size_t k, kite_dtype dtype, const Shape& shape);
+// The checks of kite/abi/device_node.h, naming this backend.
+inline std::string expect_dtype(const NodeView& n, size_t i, std::initializer_list<kite_dtype> dtypes) {
+  return abi::expect_dtype(n, i, dtypes, "CUDA");
+}
+inline std::string expect_constant(const NodeView& n, size_t i, const char* what) {
+  return abi::expect_constant(n, i, what, "CUDA");
+}
+inline std::string reduce_axes_of(const NodeView& n, std::vector<int64_t>* axes) {
+  return abi::reduce_axes_of(n, axes, "CUDA");
+}
 
 // The fused node's activation (attributes activation, activation_alpha,
 // activation_beta); the pattern must end with "+<activation>".
 // optional: absent means none.
 std::string parse_activation(const NodeView& n, bool optional, kite_cuda::Act* out);
-// The fused node as the primitive op it extends: the first num_inputs
-// inputs, its attributes without the activation ones, one output.
-OpNode primitive(const NodeView& n, const char* op_type, size_t num_inputs);
-// "" when the primitive op's rules give declared output k.
-std::string check_primitive_output(const NodeView& n, const OpNode& primitive_op, size_t k);
 
 // Launch helpers.
 void add_unary(Kernel* k, const kite_backend_tensor2* x, const kite_backend_tensor2* y, int64_t n,

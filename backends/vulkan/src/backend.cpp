@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/plan_util.h"
+#include "kite/abi/plugin.h"
 
 namespace kite::vk {
 
@@ -499,10 +500,8 @@ kite_status Backend::upload(const kite_backend_tensor2& dst, const void* src, st
   kite_status s = check_health(err);
   if (s != KITE_OK) return s;
   Buffer* b = dst.buffer;
-  if (!b || dst.offset > b->size || dst.byte_size > b->size - dst.offset) {
-    *err = "upload of '" + tensor_name(&dst) + "': offset and size do not fit its buffer";
-    return KITE_ERROR_INVALID_ARGUMENT;
-  }
+  *err = abi::check_tensor_range("upload", dst, b != nullptr, b ? b->size : 0);
+  if (!err->empty()) return KITE_ERROR_INVALID_ARGUMENT;
   if (dst.byte_size == 0) return KITE_OK;
   if (b->mapped) {
     // Work queued earlier may still read these bytes.
@@ -530,10 +529,8 @@ kite_status Backend::download(void* dst, const kite_backend_tensor2& src, std::s
   kite_status s = check_health(err);
   if (s != KITE_OK) return s;
   Buffer* b = src.buffer;
-  if (!b || src.offset > b->size || src.byte_size > b->size - src.offset) {
-    *err = "download of '" + tensor_name(&src) + "': offset and size do not fit its buffer";
-    return KITE_ERROR_INVALID_ARGUMENT;
-  }
+  *err = abi::check_tensor_range("download", src, b != nullptr, b ? b->size : 0);
+  if (!err->empty()) return KITE_ERROR_INVALID_ARGUMENT;
   if (b->mapped) {
     s = flush(true, err);
     if (s != KITE_OK) return s;
@@ -560,11 +557,12 @@ kite_status Backend::copy_buffer(Buffer* src, uint64_t src_offset, Buffer* dst, 
                                  uint64_t size, std::string* err) {
   kite_status s = check_health(err);
   if (s != KITE_OK) return s;
-  if (!src || !dst || src_offset > src->size || size > src->size - src_offset || dst_offset > dst->size ||
-      size > dst->size - dst_offset) {
-    *err = "copy_buffer: the ranges do not fit the buffers";
+  if (!src || !dst) {
+    *err = "copy_buffer: a buffer is NULL";
     return KITE_ERROR_INVALID_ARGUMENT;
   }
+  *err = abi::check_copy_ranges(src_offset, src->size, dst_offset, dst->size, size);
+  if (!err->empty()) return KITE_ERROR_INVALID_ARGUMENT;
   if (size == 0) return KITE_OK;
   s = begin_pending(err);
   if (s != KITE_OK) return s;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernels.h"
+#include "kite/abi/device_rules.h"
 #include "kite/ops/resolve.h"
 
 namespace kite::vk {
@@ -20,19 +21,8 @@ std::string add_strided_copy(Kernel* k, const PlanContext& ctx, const kite_backe
   const int64_t count = numel(dims);
   if (count == 0) return "";
   // Collapse: drop 1-dims; merge neighbours both sides walk contiguously.
-  Shape d, s, t;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] == 1) continue;
-    if (!d.empty() && s.back() == ss[i] * dims[i] && t.back() == ds[i] * dims[i]) {
-      d.back() *= dims[i];
-      s.back() = ss[i];
-      t.back() = ds[i];
-    } else {
-      d.push_back(dims[i]);
-      s.push_back(ss[i]);
-      t.push_back(ds[i]);
-    }
-  }
+  abi::MergedAxes merged = abi::merge_axes(dims, ss, ds);
+  Shape &d = merged.dims, &s = merged.a, &t = merged.b;
   for (int64_t& v : s) v *= static_cast<int64_t>(words);
   for (int64_t& v : t) v *= static_cast<int64_t>(words);
   if (words > 1) {
@@ -396,64 +386,20 @@ int axis_table(const ops::ResizeSampling& sampling, int64_t in_len, int64_t out_
 }  // namespace
 
 std::string plan_resize(const NodeView& n, const PlanContext& ctx, Kernel* k) {
-  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32});
+  abi::InnerResize r;
+  const std::string why = abi::inner_resize_of(n, "Vulkan", &r);
   if (!why.empty()) return why;
-  ops::ResizeSampling sampling;
-  ops::RuleError rule_err;
-  if (!ops::resize_sampling_of(n.op, &sampling, &rule_err)) return rule_err.message;
-  if (n.op.attr_int("antialias", 0) != 0) return "antialias is not supported";
-  const std::string policy = n.op.attr_string("keep_aspect_ratio_policy", "stretch");
-  if (policy != "stretch") return "keep_aspect_ratio_policy '" + policy + "' is not supported on Vulkan";
   const Shape& in = n.in_shape(0);
   const Shape& out = n.out_shape(0);
-  const int64_t r = static_cast<int64_t>(in.size());
-  if (r < 1 || out.size() != in.size()) return "Resize needs an input of rank >= 1 and an output of the same rank";
-  Shape axes = n.op.attr_ints("axes", {});
-  if (axes.empty()) {
-    for (int64_t d = 0; d < r; ++d) axes.push_back(d);
-  }
-  std::vector<float> scale(static_cast<size_t>(r), 1.0f);
-  const bool has_scales = n.op.has_input(2) && numel(n.in_shape(2)) > 0;
-  if (has_scales) {
-    why = expect_dtype(n, 2, {KITE_DTYPE_FLOAT32});
-    if (why.empty()) why = expect_constant(n, 2, "scales");
-    if (!why.empty()) return why;
-    if (numel(n.in_shape(2)) != static_cast<int64_t>(axes.size())) return "scales has the wrong length";
-    const float* s = static_cast<const float*>(n.op.inputs[2].data);
-    for (size_t i = 0; i < axes.size(); ++i) {
-      const int64_t a = normalize_axis(axes[i], r);
-      if (a < 0) return "axes entry is out of range";
-      float v;
-      std::memcpy(&v, s + i, 4);
-      if (!(v > 0.0f)) return "scales must be positive";
-      scale[static_cast<size_t>(a)] = v;
-    }
-  } else {
-    for (int64_t a : axes) {
-      a = normalize_axis(a, r);
-      if (a < 0) return "axes entry is out of range";
-      const size_t ua = static_cast<size_t>(a);
-      scale[ua] = in[ua] > 0 ? static_cast<float>(out[ua]) / static_cast<float>(in[ua]) : 1.0f;
-    }
-  }
-  // The Vulkan shader resizes the two innermost axes; the others must keep
-  // their size.
-  for (int64_t d = 0; d + 2 < r; ++d) {
-    const size_t ud = static_cast<size_t>(d);
-    if (in[ud] != out[ud] || scale[ud] != 1.0f) return "Resize of an axis other than the two innermost is not supported on Vulkan";
-  }
-  const int64_t H = r >= 2 ? in[static_cast<size_t>(r - 2)] : 1, W = in[static_cast<size_t>(r - 1)];
-  const int64_t OH = r >= 2 ? out[static_cast<size_t>(r - 2)] : 1, OW = out[static_cast<size_t>(r - 1)];
-  if ((H == 0 && OH > 0) || (W == 0 && OW > 0)) return "cannot resize an empty axis";
+  const int64_t H = r.in_h, W = r.in_w, OH = r.out_h, OW = r.out_w;
   const int64_t total = numel(out);
   if (total > static_cast<int64_t>(INT32_MAX) || numel(in) > static_cast<int64_t>(INT32_MAX)) {
     return "tensor is too large for 32-bit indexing";
   }
   if (total == 0) return "";
   k->table.clear();
-  const int taps_h = r >= 2 ? axis_table(sampling, H, OH, scale[static_cast<size_t>(r - 2)], &k->table)
-                            : (k->table.push_back(0), k->table.push_back(float_bits(1.0f)), 1);
-  const int taps_w = axis_table(sampling, W, OW, scale[static_cast<size_t>(r - 1)], &k->table);
+  const int taps_h = axis_table(r.sampling, H, OH, r.scale_h, &k->table);
+  const int taps_w = axis_table(r.sampling, W, OW, r.scale_w, &k->table);
   uint32_t groups[3];
   if (!grid_1d(ctx, static_cast<uint64_t>(total), 256, groups)) return "tensor is too large for the grid";
   add_dispatch(k, kShaderResize, {read(n.in(0)), write(n.out(0)), table_operand()},

@@ -103,29 +103,19 @@ std::string add_unary(Kernel* k, const PlanContext& ctx, const kite_backend_tens
   return "";
 }
 
-bool binary_code(const std::string& op, uint32_t* code) {
-  static const struct {
-    const char* op;
-    uint32_t code;
-  } kCodes[] = {{"Add", kAdd}, {"Sub", kSub}, {"Mul", kMul}, {"Div", kDiv}, {"Pow", kPow},
-                {"PRelu", kPrelu}, {"Sum", kAdd}, {"Mean", kAdd}, {"Max", kMax}, {"Min", kMin}};
-  for (const auto& c : kCodes) {
-    if (op == c.op) {
-      *code = c.code;
-      return true;
-    }
-  }
-  return false;
-}
+constexpr OpCodeEntry kBinaryCodes[] = {{"Add", kAdd}, {"Sub", kSub},   {"Mul", kMul},     {"Div", kDiv},
+                                        {"Pow", kPow}, {"PRelu", kPrelu}, {"Sum", kAdd}, {"Mean", kAdd},
+                                        {"Max", kMax}, {"Min", kMin}};
 
 }  // namespace
 
 std::string plan_binary(const NodeView& n, const PlanContext& ctx, Kernel* k) {
   uint32_t code = 0;
-  if (!binary_code(n.op.op, &code)) return "op " + n.op.op + " has no Vulkan kernel";
+  std::string why = op_code(n, kBinaryCodes, &code);
+  if (!why.empty()) return why;
   if (n.op.inputs.size() != 2) return "expects two inputs";
   for (size_t i = 0; i < 2; ++i) {
-    std::string why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32});
+    why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32});
     if (!why.empty()) return why;
   }
   return add_binary(k, ctx, n.in(0), n.in_shape(0), n.in(1), n.in_shape(1), n.out(0), n.out_shape(0),
@@ -134,13 +124,14 @@ std::string plan_binary(const NodeView& n, const PlanContext& ctx, Kernel* k) {
 
 std::string plan_variadic(const NodeView& n, const PlanContext& ctx, Kernel* k) {
   uint32_t code = 0;
-  if (!binary_code(n.op.op, &code)) return "op " + n.op.op + " has no Vulkan kernel";
+  std::string why = op_code(n, kBinaryCodes, &code);
+  if (!why.empty()) return why;
   const size_t count = n.op.inputs.size();
   if (count < 1 || count > 2) {
     return n.op.op + " with " + std::to_string(count) + " inputs is not supported on Vulkan (1 or 2)";
   }
   for (size_t i = 0; i < count; ++i) {
-    std::string why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32});
+    why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32});
     if (!why.empty()) return why;
   }
   if (count == 1) {
@@ -157,10 +148,7 @@ std::string plan_variadic(const NodeView& n, const PlanContext& ctx, Kernel* k) 
 }
 
 std::string plan_unary(const NodeView& n, const PlanContext& ctx, Kernel* k) {
-  static const struct {
-    const char* op;
-    uint32_t code;
-  } kCodes[] = {{"Relu", kOpRelu},       {"Sigmoid", kOpSigmoid}, {"Tanh", kOpTanh},
+  static constexpr OpCodeEntry kCodes[] = {{"Relu", kOpRelu},       {"Sigmoid", kOpSigmoid}, {"Tanh", kOpTanh},
                 {"Sqrt", kOpSqrt},       {"Reciprocal", kOpReciprocal}, {"Exp", kOpExp},
                 {"Log", kOpLog},         {"Abs", kOpAbs},         {"Neg", kOpNeg},
                 {"Erf", kOpErf},         {"LeakyRelu", kOpLeakyRelu}, {"Elu", kOpElu},
@@ -168,12 +156,9 @@ std::string plan_unary(const NodeView& n, const PlanContext& ctx, Kernel* k) {
                 {"Softplus", kOpSoftplus}, {"Sign", kOpSign},     {"Ceil", kOpCeil},
                 {"Floor", kOpFloor},     {"Round", kOpRound},     {"Sin", kOpSin},
                 {"Cos", kOpCos},         {"Mish", kOpMish},       {"Clip", kOpClip}};
-  uint32_t code = UINT32_MAX;
-  for (const auto& c : kCodes) {
-    if (n.op.op == c.op) code = c.code;
-  }
-  if (code == UINT32_MAX) return "op " + n.op.op + " has no Vulkan kernel";
-  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32});
+  uint32_t code = 0;
+  std::string why = op_code(n, kCodes, &code);
+  if (why.empty()) why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32});
   if (!why.empty()) return why;
   float alpha = 0.0f, beta = 0.0f;
   const std::string& op = n.op.op;

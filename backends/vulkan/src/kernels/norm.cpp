@@ -3,6 +3,7 @@
 // BatchNormalization (inference) and fused Attention (float32; statistics
 // and softmax sums in float32).
 #include "kernels.h"
+#include "kite/abi/device_rules.h"
 
 namespace kite::vk {
 
@@ -186,42 +187,13 @@ std::string plan_batch_norm(const NodeView& n, const PlanContext& ctx, Kernel* k
 }
 
 std::string plan_fused_attention(const NodeView& n, const PlanContext& ctx, Kernel* k) {
-  if (n.pattern != "Attention") return "pattern '" + n.pattern + "' is not Attention";
-  if (n.op.inputs.size() < 3 || n.op.inputs.size() > 4 || !n.op.has_input(0) || !n.op.has_input(1) ||
-      !n.op.has_input(2)) {
-    return "expects inputs q, kt, v [, mask]";
-  }
-  if (n.outputs.size() != 1) return "expects one output";
-  for (size_t i = 0; i < n.op.inputs.size(); ++i) {
-    if (!n.op.has_input(i)) continue;
-    std::string why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32});
-    if (!why.empty()) return why;
-  }
-  const kite::ops::Attr* scale = n.op.find_attr("scale");
-  if (!scale || scale->type != KITE_ATTR_FLOAT || !std::isfinite(scale->f)) {
-    return "attribute 'scale' must be a finite float";
-  }
-  if (n.op.attr_int("nan_to_zero", 0) != 0) {
-    // Hugging Face's NaN guard is not in this kernel: the body runs instead.
-    return "attribute nan_to_zero (the fused IsNaN/Where guard) is not implemented here";
-  }
+  Shape scores, out;
+  const std::string why = abi::device_attention_of(n, "Vulkan", &scores, &out);
+  if (!why.empty()) return why;
   const Shape& q = n.in_shape(0);
   const Shape& kt = n.in_shape(1);
   const Shape& v = n.in_shape(2);
   const size_t r = q.size();
-  if (r < 2 || kt.size() != r || v.size() != r) return "q, kt and v must have the same rank (at least 2)";
-  for (size_t d = 0; d + 2 < r; ++d) {
-    if (kt[d] != q[d] || v[d] != q[d]) return "q, kt and v must have the same leading dims";
-  }
-  if (kt[r - 2] != q[r - 1]) return "kt's rows must match q's columns";
-  if (v[r - 2] != kt[r - 1]) return "v's rows must match kt's columns";
-  Shape scores(q.begin(), q.end() - 1);
-  scores.push_back(kt[r - 1]);
-  Shape out(q.begin(), q.end() - 1);
-  out.push_back(v[r - 1]);
-  if (n.outputs[0].dtype != KITE_DTYPE_FLOAT32 || n.outputs[0].shape != out) {
-    return "output '" + n.outputs[0].name + "' must be float32 " + kite::ops::shape_string(out);
-  }
   const Shape lead(q.begin(), q.end() - 2);
   const int64_t B = numel(lead), S = q[r - 2], D = q[r - 1], T = kt[r - 1], Dv = v[r - 1];
   constexpr int64_t kMaxT = 2048;  // the shader's shared scores array
@@ -240,25 +212,15 @@ std::string plan_fused_attention(const NodeView& n, const PlanContext& ctx, Kern
       return input_label(n, 3) + " does not broadcast to the scores " + kite::ops::shape_string(scores);
     }
     // Strides of the mask read as [lead..., S, T].
-    Shape st(r, 0);
-    int64_t stride = 1;
-    for (size_t kd = 0; kd < m.size(); ++kd) {
-      const size_t d = m.size() - 1 - kd, o = r - 1 - kd;
-      st[o] = m[d] == 1 ? 0 : stride;
-      stride *= m[d];
-    }
+    const Shape st = broadcast_strides(m, scores);
     mask_row = static_cast<uint32_t>(st[r - 2]);
     mask_col = static_cast<uint32_t>(st[r - 1]);
     // Leading dims: drop those of size 1, merge the rest where contiguous.
-    for (size_t d = 0; d + 2 < r; ++d) {
-      if (lead[d] == 1) continue;
-      if (!lead_dims.empty() && lead_strides.back() == static_cast<uint32_t>(st[d] * lead[d])) {
-        lead_dims.back() *= static_cast<uint32_t>(lead[d]);
-        lead_strides.back() = static_cast<uint32_t>(st[d]);
-      } else {
-        lead_dims.push_back(static_cast<uint32_t>(lead[d]));
-        lead_strides.push_back(static_cast<uint32_t>(st[d]));
-      }
+    const Shape st_lead(st.begin(), st.end() - 2);
+    const abi::MergedAxes merged = abi::merge_axes(lead, st_lead, st_lead);
+    for (size_t i = 0; i < merged.dims.size(); ++i) {
+      lead_dims.push_back(static_cast<uint32_t>(merged.dims[i]));
+      lead_strides.push_back(static_cast<uint32_t>(merged.a[i]));
     }
     if (lead_dims.size() > 4) return "the mask's broadcast over the leading dims needs more than 4 dims";
   }
@@ -266,7 +228,7 @@ std::string plan_fused_attention(const NodeView& n, const PlanContext& ctx, Kern
   uint32_t groups[3];
   if (!grid_groups(ctx, static_cast<uint64_t>(B * S), groups)) return "tensor is too large for the grid";
   std::vector<uint32_t> params = {static_cast<uint32_t>(B), static_cast<uint32_t>(S), static_cast<uint32_t>(D),
-                                  static_cast<uint32_t>(T), static_cast<uint32_t>(Dv), float_bits(scale->f),
+                                  static_cast<uint32_t>(T), static_cast<uint32_t>(Dv), float_bits(n.op.attr_float("scale", 1.0f)),
                                   has_mask ? 1u : 0u, mask_row, mask_col,
                                   static_cast<uint32_t>(lead_dims.size())};
   for (size_t i = 0; i < 4; ++i) params.push_back(i < lead_dims.size() ? lead_dims[i] : 1u);

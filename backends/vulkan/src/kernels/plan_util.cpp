@@ -7,12 +7,6 @@
 
 namespace kite::vk {
 
-int64_t numel(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
 size_t dtype_words(kite_dtype dtype) {
   switch (dtype) {
     case KITE_DTYPE_FLOAT32:
@@ -59,18 +53,6 @@ Dispatch& add_dispatch(Kernel* k, ShaderId shader, std::vector<Operand> operands
   return k->dispatches.back();
 }
 
-std::string expect_dtype(const NodeView& n, size_t i, std::initializer_list<kite_dtype> dtypes) {
-  return abi::expect_dtype(n, i, dtypes, "Vulkan");
-}
-
-std::string expect_constant(const NodeView& n, size_t i, const char* what) {
-  return abi::expect_constant(n, i, what, "Vulkan");
-}
-
-std::string reduce_axes_of(const NodeView& n, std::vector<int64_t>* axes) {
-  return abi::reduce_axes_of(n, axes, "Vulkan");
-}
-
 // The shaders' activation codes follow kite::ops::FusedActivation::Kind.
 static_assert(kOpNone == uint32_t{kite::ops::FusedActivation::kNone} &&
                   kOpRelu == uint32_t{kite::ops::FusedActivation::kRelu} &&
@@ -84,14 +66,6 @@ std::string parse_activation(const NodeView& n, bool optional, Activation* out) 
   out->alpha = a.alpha;
   out->beta = a.beta;
   return why;
-}
-
-OpNode primitive(const NodeView& n, const char* op_type, size_t num_inputs) {
-  return kite::ops::fused_primitive(n.op, op_type, num_inputs);
-}
-
-std::string check_primitive_output(const NodeView& n, const OpNode& primitive_op, size_t k) {
-  return kite::ops::check_primitive_output(primitive_op, n.outputs, k);
 }
 
 }  // namespace kite::vk

@@ -5,21 +5,17 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "../kernel.h"
+#include "kite/abi/plan_helpers.h"
 #include "kite/ops/resolve.h"
 
 namespace kite::vk {
 
-using Shape = std::vector<int64_t>;
-using kite::ops::OpNode;
-using kite::ops::TensorType;
-using abi::broadcast_strides;
-using abi::constant_ints;
-using abi::input_label;
-using kite::ops::normalize_axis;  // -1 when out of range
+using namespace kite::abi::plan;  // Shape, numel, primitive, check_primitive_output ...
 
 // Elementwise op codes of common.glsl (OP_*).
 enum OpCode : uint32_t {
@@ -28,6 +24,24 @@ enum OpCode : uint32_t {
   kOpNeg, kOpErf, kOpElu, kOpSoftplus, kOpSign, kOpCeil, kOpFloor, kOpRound, kOpSin, kOpCos,
   kOpMish, kOpScale
 };
+
+// A shader's code for each op one plan function takes (OP_*, reduction
+// and binary codes).
+struct OpCodeEntry {
+  const char* op;
+  uint32_t code;
+};
+// "" and *code for n's op, or why the table has none.
+template <size_t N>
+std::string op_code(const NodeView& n, const OpCodeEntry (&table)[N], uint32_t* code) {
+  for (const OpCodeEntry& e : table) {
+    if (n.op.op == e.op) {
+      *code = e.code;
+      return "";
+    }
+  }
+  return "op " + n.op.op + " has no Vulkan kernel";
+}
 
 struct Activation {
   uint32_t code = kOpNone;
@@ -76,7 +90,6 @@ inline uint32_t float_bits(float f) {
 }
 inline uint32_t int_bits(int64_t v) { return static_cast<uint32_t>(static_cast<int32_t>(v)); }
 
-int64_t numel(const Shape& s);
 size_t dtype_words(kite_dtype dtype);  // 32-bit words per element (0: not word-sized)
 
 // Workgroups for n invocations of `local` each, spread over x and y when x
@@ -89,21 +102,20 @@ bool grid_groups(const PlanContext& ctx, uint64_t count, uint32_t groups[3]);
 Dispatch& add_dispatch(Kernel* k, ShaderId shader, std::vector<Operand> operands,
                        std::vector<uint32_t> params, const uint32_t groups[3]);
 
-// "" when input i is present with one of the dtypes.
-std::string expect_dtype(const NodeView& n, size_t i, std::initializer_list<kite_dtype> dtypes);
-// "" when input i is a constant (its host bytes are readable).
-std::string expect_constant(const NodeView& n, size_t i, const char* what);
-// A reduction's axes (input 1 or the attribute), not yet normalized.
-std::string reduce_axes_of(const NodeView& n, std::vector<int64_t>* axes);
+// The checks of kite/abi/device_node.h, naming this backend.
+inline std::string expect_dtype(const NodeView& n, size_t i, std::initializer_list<kite_dtype> dtypes) {
+  return abi::expect_dtype(n, i, dtypes, "Vulkan");
+}
+inline std::string expect_constant(const NodeView& n, size_t i, const char* what) {
+  return abi::expect_constant(n, i, what, "Vulkan");
+}
+inline std::string reduce_axes_of(const NodeView& n, std::vector<int64_t>* axes) {
+  return abi::reduce_axes_of(n, axes, "Vulkan");
+}
 
 // The fused node's activation (attributes activation, activation_alpha,
 // activation_beta); the pattern must end with "+<activation>". optional:
 // absent means none.
 std::string parse_activation(const NodeView& n, bool optional, Activation* out);
-// The fused node as the primitive op it extends: the first num_inputs
-// inputs, attributes without the activation ones.
-OpNode primitive(const NodeView& n, const char* op_type, size_t num_inputs);
-// "" when the primitive op's rules give declared output k.
-std::string check_primitive_output(const NodeView& n, const OpNode& primitive_op, size_t k);
 
 }  // namespace kite::vk

@@ -82,18 +82,12 @@ std::string plan_global_pool(const NodeView& n, const PlanContext& ctx, Kernel* 
 }
 
 std::string plan_reduce(const NodeView& n, const PlanContext& ctx, Kernel* k) {
-  static const struct {
-    const char* op;
-    uint32_t code;
-  } kCodes[] = {{"ReduceSum", kSum}, {"ReduceMean", kMean}, {"ReduceMax", kMax}, {"ReduceMin", kMin},
+  static constexpr OpCodeEntry kCodes[] = {{"ReduceSum", kSum}, {"ReduceMean", kMean}, {"ReduceMax", kMax}, {"ReduceMin", kMin},
                 {"ReduceProd", kProd}, {"ReduceL1", kL1}, {"ReduceL2", kL2},
                 {"ReduceSumSquare", kSumSquare}, {"ReduceLogSumExp", kLogSumExp}};
-  uint32_t code = UINT32_MAX;
-  for (const auto& c : kCodes) {
-    if (n.op.op == c.op) code = c.code;
-  }
-  if (code == UINT32_MAX) return "op " + n.op.op + " has no Vulkan kernel";
-  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32});
+  uint32_t code = 0;
+  std::string why = op_code(n, kCodes, &code);
+  if (why.empty()) why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32});
   if (!why.empty()) return why;
   const Shape& x = n.in_shape(0);
   const int64_t r = static_cast<int64_t>(x.size());

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <new>
@@ -21,6 +22,27 @@ void write_message(char* buffer, size_t size, const std::string& message);
 
 // write_message, then `status`: for the early argument checks.
 kite_status fail(char* err, size_t err_size, kite_status status, const std::string& message);
+
+// Range checks of buffer transfers and copies, worded alike on every
+// backend. True when [offset, offset + size) lies inside `capacity` bytes
+// (no overflow for any values).
+inline bool range_fits(uint64_t offset, uint64_t size, uint64_t capacity) {
+  return offset <= capacity && size <= capacity - offset;
+}
+// "<what>: range [offset, +size) is outside its buffer of <capacity> bytes"
+std::string range_outside(const std::string& what, uint64_t offset, uint64_t size, uint64_t capacity);
+// "" when tensor t's bytes lie in its buffer of buffer_size bytes;
+// has_buffer false: it has none. Else why, naming `what` ("upload",
+// "download") and the tensor.
+std::string check_tensor_range(const char* what, const kite_backend_tensor2& t, bool has_buffer,
+                               uint64_t buffer_size);
+// "" when copy_buffer's source and target ranges lie in their buffers.
+std::string check_copy_ranges(uint64_t src_offset, uint64_t src_capacity, uint64_t dst_offset,
+                              uint64_t dst_capacity, uint64_t size);
+
+// A backend option that takes 0 or 1: "" and *out, or
+// "<backend> backend option <key>=<value>: expected 0 or 1".
+std::string parse_flag_option(const char* backend, const std::string& key, const std::string& value, bool* out);
 
 // A table with its header filled in (this build's ABI version and size, the
 // name and the memory kind) and every function NULL.

@@ -1,0 +1,49 @@
+// Rules the device backends (Vulkan, CUDA) apply alike when they plan a
+// node: how a strided index space collapses for a kernel of bounded rank,
+// and which Resize and fused Attention their kernels run. One home, so the backends cannot
+// drift apart.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kite/abi/device_node.h"
+#include "kite/ops/resolve.h"
+
+namespace kite::abi {
+
+// An index space walked by two strided views (element strides per axis),
+// with its size-1 axes dropped and each axis merged into its outer
+// neighbour wherever both walks continue that neighbour contiguously:
+// the fewest axes for a kernel that takes a bounded rank. Empty dims when
+// every axis has size 1.
+struct MergedAxes {
+  std::vector<int64_t> dims, a, b;
+};
+MergedAxes merge_axes(const std::vector<int64_t>& dims, const std::vector<int64_t>& a_strides,
+                      const std::vector<int64_t>& b_strides);
+
+// A float32 Resize as the device kernels run it: over the two innermost
+// axes (in_h x in_w -> out_h x out_w) of every plane the leading axes
+// form, which must keep their size at scale 1. Rank 1 (ONNX allows any
+// rank >= 1) resizes w, with a unit h axis at scale 1.
+struct InnerResize {
+  kite::ops::ResizeSampling sampling;
+  int64_t in_h = 1, in_w = 1, out_h = 1, out_w = 1;
+  float scale_h = 1.0f, scale_w = 1.0f;
+};
+// "" and *out, or why `backend` ("Vulkan") cannot run the node. Scales
+// (input 2) must be a constant; without them the declared output gives
+// the sizes. The per-axis sizes and scales come from the op rule
+// (kite::ops::resolve_resize), as on the CPU backend.
+std::string inner_resize_of(const NodeView& n, const char* backend, InnerResize* out);
+
+// The fused Attention as the device kernels run it: the op rule
+// (kite::ops::attention_shapes), float32 inputs and output, and no
+// nan_to_zero guard. "" with the scores' shape [.., S, T] and the
+// output's [.., S, Dv], or why `backend` cannot run the node.
+std::string device_attention_of(const NodeView& n, const char* backend, std::vector<int64_t>* scores,
+                                std::vector<int64_t>* out);
+
+}  // namespace kite::abi

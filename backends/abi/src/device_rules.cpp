@@ -1,0 +1,115 @@
+#include "kite/abi/device_rules.h"
+
+#include <cstring>
+
+#include "kite/ops/attention.h"
+#include "kite/ops/fused.h"
+
+namespace kite::abi {
+
+MergedAxes merge_axes(const std::vector<int64_t>& dims, const std::vector<int64_t>& a_strides,
+                      const std::vector<int64_t>& b_strides) {
+  MergedAxes m;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 1) continue;
+    if (!m.dims.empty() && m.a.back() == a_strides[i] * dims[i] && m.b.back() == b_strides[i] * dims[i]) {
+      m.dims.back() *= dims[i];
+      m.a.back() = a_strides[i];
+      m.b.back() = b_strides[i];
+      continue;
+    }
+    m.dims.push_back(dims[i]);
+    m.a.push_back(a_strides[i]);
+    m.b.push_back(b_strides[i]);
+  }
+  return m;
+}
+
+std::string inner_resize_of(const NodeView& n, const char* backend, InnerResize* out) {
+  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32}, backend);
+  if (!why.empty()) return why;
+  kite::ops::RuleError rule_err;
+  if (!kite::ops::resize_sampling_of(n.op, &out->sampling, &rule_err)) return rule_err.message;
+  if (n.op.attr_int("antialias", 0) != 0) return "antialias is not supported";
+  const std::string policy = n.op.attr_string("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch") return "keep_aspect_ratio_policy '" + policy + "' is not supported on " + backend;
+  const std::vector<int64_t>& in = n.in_shape(0);
+  const std::vector<int64_t>& to = n.out_shape(0);
+  const int64_t rank = static_cast<int64_t>(in.size());
+  if (rank < 1 || to.size() != in.size()) {
+    return input_label(n, 0) + " has " + std::to_string(rank) + " dims and the output " +
+           std::to_string(to.size()) + ": Resize needs rank >= 1 on both, the same";
+  }
+  std::vector<int64_t> axes = n.op.attr_ints("axes", {});
+  if (axes.empty()) {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  std::vector<float> scales;
+  std::vector<int64_t> sizes;
+  const bool has_scales = n.op.has_input(2) && n.op.inputs[2].numel() > 0;
+  if (has_scales) {
+    why = expect_dtype(n, 2, {KITE_DTYPE_FLOAT32}, backend);
+    if (why.empty()) why = expect_constant(n, 2, "scales", backend);
+    if (!why.empty()) return why;
+    const int64_t count = n.op.inputs[2].numel();
+    if (count != static_cast<int64_t>(axes.size())) {
+      return "scales (" + input_label(n, 2) + ") has " + std::to_string(count) + " values for " +
+             std::to_string(axes.size()) + " axes";
+    }
+    scales.resize(axes.size());
+    std::memcpy(scales.data(), n.op.inputs[2].data, scales.size() * sizeof(float));  // may be unaligned
+  } else {
+    // Stretched to the declared output, which the op rules derived from sizes.
+    for (int64_t a : axes) {
+      const int64_t d = kite::ops::normalize_axis(a, rank);
+      if (d < 0) return "Resize axes entry " + std::to_string(a) + " is out of range for rank " + std::to_string(rank);
+      sizes.push_back(to[static_cast<size_t>(d)]);
+    }
+  }
+  if (rank > KITE_MAX_RANK) return input_label(n, 0) + " has " + std::to_string(rank) + " dims";
+  kite::ops::ResizeAxis resized[KITE_MAX_RANK];
+  if (!kite::ops::resolve_resize(in.data(), rank, axes.data(), static_cast<int64_t>(axes.size()),
+                                 has_scales ? scales.data() : nullptr, has_scales ? nullptr : sizes.data(), nullptr,
+                                 kite::ops::AspectPolicy::kStretch, resized, &rule_err)) {
+    return rule_err.message;
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    const size_t ud = static_cast<size_t>(d);
+    if (resized[d].out != to[ud]) {
+      return "output '" + n.outputs[0].name + "' has " + std::to_string(to[ud]) + " on axis " + std::to_string(d) +
+             ", the scales give " + std::to_string(resized[d].out);
+    }
+    if (d + 2 < rank && (in[ud] != to[ud] || resized[d].scale != 1.0f)) {
+      return "resizing axis " + std::to_string(d) + " is not supported on " + backend +
+             " (its kernel resizes the two innermost axes only)";
+    }
+  }
+  const size_t w = static_cast<size_t>(rank - 1);
+  out->in_h = out->out_h = 1;
+  out->scale_h = 1.0f;
+  out->in_w = in[w];
+  out->out_w = to[w];
+  out->scale_w = resized[w].scale;
+  if (rank >= 2) {
+    out->in_h = in[w - 1];
+    out->out_h = to[w - 1];
+    out->scale_h = resized[w - 1].scale;
+  }
+  return "";
+}
+
+std::string device_attention_of(const NodeView& n, const char* backend, std::vector<int64_t>* scores,
+                                std::vector<int64_t>* out) {
+  std::string why = kite::ops::attention_shapes(n.op, n.pattern, n.outputs, scores, out);
+  for (size_t i = 0; why.empty() && i < n.op.inputs.size(); ++i) {
+    if (n.op.has_input(i)) why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32}, backend);
+  }
+  if (why.empty()) why = kite::ops::expect_declared_output(n.outputs, 0, KITE_DTYPE_FLOAT32, *out);
+  if (why.empty() && n.op.attr_int("nan_to_zero", 0) != 0) {
+    // Hugging Face's NaN guard is not in these kernels: the body runs instead.
+    why = "attribute nan_to_zero (the fused IsNaN/Where guard) is not implemented on " + std::string(backend);
+  }
+  return why;
+}
+
+}  // namespace kite::abi

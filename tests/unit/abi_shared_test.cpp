@@ -1,0 +1,365 @@
+// The rules and helpers the backends share through backends/abi and ops/
+// (kite/abi/device_rules.h, kite/abi/plugin.h, kite/ops/attention.h): axis
+// merging, the device backends' Resize rule, buffer range checks, 0/1
+// options and the fused Attention's shapes.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kite/abi/device_node.h"
+#include "kite/abi/device_rules.h"
+#include "kite/abi/plugin.h"
+#include "kite/ops/attention.h"
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+using kite::ops::Attr;
+using kite::ops::OpNode;
+using kite::ops::TensorType;
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TensorType Tensor(const std::string& name, Shape shape, kite_dtype dtype = KITE_DTYPE_FLOAT32,
+                  const void* data = nullptr) {
+  TensorType t;
+  t.name = name;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.data = data;
+  return t;
+}
+
+TensorType Absent() {
+  TensorType t;
+  t.present = false;
+  return t;
+}
+
+Attr FloatAttr(const std::string& name, float f) {
+  Attr a;
+  a.name = name;
+  a.type = KITE_ATTR_FLOAT;
+  a.f = f;
+  return a;
+}
+
+Attr StringAttr(const std::string& name, const std::string& s) {
+  Attr a;
+  a.name = name;
+  a.type = KITE_ATTR_STRING;
+  a.s = s;
+  return a;
+}
+
+// ------------------------------------------------------------ merge_axes --
+
+TEST(AbiMergeAxes, MergesContiguousAxesOfBothWalks) {
+  // A contiguous [2, 3, 4] read by both walks is one axis of 24.
+  const kite::abi::MergedAxes m = kite::abi::merge_axes({2, 3, 4}, {12, 4, 1}, {12, 4, 1});
+  EXPECT_EQ(m.dims, Shape({24}));
+  EXPECT_EQ(m.a, Shape({1}));
+  EXPECT_EQ(m.b, Shape({1}));
+}
+
+TEST(AbiMergeAxes, DropsUnitAxesAndKeepsBroadcastBoundaries) {
+  // b broadcasts over axis 1 (stride 0): axes 0 and 1 cannot merge for b,
+  // but 1 and 2 cannot either; the unit axis 3 goes.
+  const Shape out = {2, 3, 4, 1};
+  const Shape a = kite::abi::broadcast_strides({2, 3, 4, 1}, out);
+  const Shape b = kite::abi::broadcast_strides({2, 1, 4, 1}, out);
+  const kite::abi::MergedAxes m = kite::abi::merge_axes(out, a, b);
+  EXPECT_EQ(m.dims, Shape({2, 3, 4}));
+  EXPECT_EQ(m.a, Shape({12, 4, 1}));
+  EXPECT_EQ(m.b, Shape({4, 0, 1}));
+}
+
+TEST(AbiMergeAxes, MergesAxesBroadcastOnBothSides) {
+  // Two leading axes broadcast (stride 0) in b merge with each other.
+  const kite::abi::MergedAxes m = kite::abi::merge_axes({2, 3, 5}, {15, 5, 1}, {0, 0, 1});
+  EXPECT_EQ(m.dims, Shape({6, 5}));
+  EXPECT_EQ(m.a, Shape({5, 1}));
+  EXPECT_EQ(m.b, Shape({0, 1}));
+}
+
+TEST(AbiMergeAxes, EmptyAndAllUnitSpaces) {
+  EXPECT_TRUE(kite::abi::merge_axes({}, {}, {}).dims.empty());
+  const kite::abi::MergedAxes m = kite::abi::merge_axes({1, 1}, {1, 1}, {1, 1});
+  EXPECT_TRUE(m.dims.empty());
+  EXPECT_TRUE(m.a.empty());
+  EXPECT_TRUE(m.b.empty());
+}
+
+TEST(AbiMergeAxes, TransposedWalkDoesNotMerge) {
+  // b walks a transposed [3, 2]: no two axes continue each other.
+  const kite::abi::MergedAxes m = kite::abi::merge_axes({3, 2}, {2, 1}, {1, 3});
+  EXPECT_EQ(m.dims, Shape({3, 2}));
+  EXPECT_EQ(m.b, Shape({1, 3}));
+}
+
+// ------------------------------------------------------- inner_resize_of --
+
+// A Resize node over x of `in` to `out`; with scales when given (a
+// constant input 2), else with sizes (the declared output gives them).
+kite::abi::NodeView ResizeNode(const Shape& in, const Shape& out, const std::vector<float>* scales,
+                               std::vector<Attr> attrs = {}) {
+  kite::abi::NodeView v;
+  v.op.name = "up";
+  v.op.op = "Resize";
+  v.op.inputs.push_back(Tensor("x", in));
+  v.op.inputs.push_back(Absent());
+  if (scales) {
+    v.op.inputs.push_back(Tensor("scales", {static_cast<int64_t>(scales->size())}, KITE_DTYPE_FLOAT32, scales->data()));
+  } else {
+    v.op.inputs.push_back(Absent());
+    v.op.inputs.push_back(Tensor("sizes", {static_cast<int64_t>(out.size())}, KITE_DTYPE_INT64));
+  }
+  v.op.attrs = std::move(attrs);
+  v.outputs.push_back(Tensor("y", out));
+  return v;
+}
+
+TEST(AbiInnerResize, ResizesTheTwoInnermostAxes) {
+  const std::vector<float> scales = {1.0f, 1.0f, 2.0f, 3.0f};
+  const kite::abi::NodeView v = ResizeNode({1, 3, 4, 5}, {1, 3, 8, 15}, &scales, {StringAttr("mode", "linear")});
+  kite::abi::InnerResize r;
+  ASSERT_EQ(kite::abi::inner_resize_of(v, "Vulkan", &r), "");
+  EXPECT_EQ(r.sampling.mode, kite::ops::ResizeMode::kLinear);
+  EXPECT_EQ(r.in_h, 4);
+  EXPECT_EQ(r.in_w, 5);
+  EXPECT_EQ(r.out_h, 8);
+  EXPECT_EQ(r.out_w, 15);
+  EXPECT_FLOAT_EQ(r.scale_h, 2.0f);
+  EXPECT_FLOAT_EQ(r.scale_w, 3.0f);
+}
+
+TEST(AbiInnerResize, SizesGiveTheScalesOfTheDeclaredOutput) {
+  const kite::abi::NodeView v = ResizeNode({2, 4, 6}, {2, 2, 9}, nullptr);
+  kite::abi::InnerResize r;
+  ASSERT_EQ(kite::abi::inner_resize_of(v, "CUDA", &r), "");
+  EXPECT_FLOAT_EQ(r.scale_h, 0.5f);
+  EXPECT_FLOAT_EQ(r.scale_w, 1.5f);
+}
+
+// The rule the CUDA backend (rank >= 2) and the Vulkan backend (rank >= 1)
+// disagreed on: ONNX Resize takes any rank >= 1, and a rank-1 input
+// resizes its one axis with a unit h axis at scale 1.
+TEST(AbiInnerResize, RankOneResizesItsOnlyAxis) {
+  const std::vector<float> scales = {2.0f};
+  const kite::abi::NodeView v = ResizeNode({5}, {10}, &scales);
+  kite::abi::InnerResize r;
+  r.in_h = 7;  // stale values are overwritten
+  ASSERT_EQ(kite::abi::inner_resize_of(v, "CUDA", &r), "");
+  EXPECT_EQ(r.in_h, 1);
+  EXPECT_EQ(r.out_h, 1);
+  EXPECT_FLOAT_EQ(r.scale_h, 1.0f);
+  EXPECT_EQ(r.in_w, 5);
+  EXPECT_EQ(r.out_w, 10);
+  EXPECT_FLOAT_EQ(r.scale_w, 2.0f);
+}
+
+TEST(AbiInnerResize, RankZeroIsRefusedNamingTheInput) {
+  const kite::abi::NodeView v = ResizeNode({}, {}, nullptr);
+  kite::abi::InnerResize r;
+  const std::string why = kite::abi::inner_resize_of(v, "CUDA", &r);
+  EXPECT_TRUE(Contains(why, "input 0 'x' has 0 dims")) << why;
+  EXPECT_TRUE(Contains(why, "rank >= 1")) << why;
+}
+
+TEST(AbiInnerResize, LeadingAxisResizeIsRefusedNamingTheBackend) {
+  const std::vector<float> scales = {2.0f, 1.0f, 1.0f};
+  const kite::abi::NodeView v = ResizeNode({2, 3, 4}, {4, 3, 4}, &scales);
+  kite::abi::InnerResize r;
+  const std::string why = kite::abi::inner_resize_of(v, "Vulkan", &r);
+  EXPECT_TRUE(Contains(why, "resizing axis 0")) << why;
+  EXPECT_TRUE(Contains(why, "Vulkan")) << why;
+}
+
+TEST(AbiInnerResize, BadScalesAndAttributesAreRefused) {
+  kite::abi::InnerResize r;
+  const std::vector<float> three = {1.0f, 2.0f, 2.0f};
+  const std::string count = kite::abi::inner_resize_of(ResizeNode({1, 4, 4, 4}, {1, 4, 8, 8}, &three), "CUDA", &r);
+  EXPECT_TRUE(Contains(count, "input 2 'scales'")) << count;
+  EXPECT_TRUE(Contains(count, "3 values for 4 axes")) << count;
+
+  const std::vector<float> negative = {1.0f, -2.0f};
+  const std::string neg = kite::abi::inner_resize_of(ResizeNode({4, 4}, {4, 8}, &negative), "CUDA", &r);
+  EXPECT_TRUE(Contains(neg, "scale")) << neg;
+
+  const std::vector<float> two = {2.0f, 2.0f};
+  const std::string policy = kite::abi::inner_resize_of(
+      ResizeNode({4, 4}, {8, 8}, &two, {StringAttr("keep_aspect_ratio_policy", "not_larger")}), "CUDA", &r);
+  EXPECT_EQ(policy, "keep_aspect_ratio_policy 'not_larger' is not supported on CUDA");
+
+  const std::string mismatch = kite::abi::inner_resize_of(ResizeNode({4, 4}, {8, 9}, &two), "CUDA", &r);
+  EXPECT_TRUE(Contains(mismatch, "output 'y'")) << mismatch;
+
+  kite::abi::NodeView not_float = ResizeNode({4, 4}, {8, 8}, &two);
+  not_float.op.inputs[0].dtype = KITE_DTYPE_INT64;
+  const std::string dtype = kite::abi::inner_resize_of(not_float, "Vulkan", &r);
+  EXPECT_TRUE(Contains(dtype, "input 0 'x' has dtype")) << dtype;
+
+  kite::abi::NodeView not_constant = ResizeNode({4, 4}, {8, 8}, &two);
+  not_constant.op.inputs[2].data = nullptr;
+  const std::string constant = kite::abi::inner_resize_of(not_constant, "Vulkan", &r);
+  EXPECT_TRUE(Contains(constant, "must be a constant on Vulkan")) << constant;
+}
+
+// ---------------------------------------------------------- range checks --
+
+TEST(AbiRanges, RangeFitsWithoutOverflow) {
+  EXPECT_TRUE(kite::abi::range_fits(0, 16, 16));
+  EXPECT_TRUE(kite::abi::range_fits(16, 0, 16));
+  EXPECT_FALSE(kite::abi::range_fits(17, 0, 16));
+  EXPECT_FALSE(kite::abi::range_fits(8, 9, 16));
+  const uint64_t max = std::numeric_limits<uint64_t>::max();
+  EXPECT_FALSE(kite::abi::range_fits(8, max, 16));  // offset + size wraps
+  EXPECT_FALSE(kite::abi::range_fits(max, 2, 16));
+}
+
+TEST(AbiRanges, TensorRangeNamesTheTensorAndTheValues) {
+  kite_backend_tensor2 t{};
+  t.name = "logits";
+  t.offset = 8;
+  t.byte_size = 16;
+  EXPECT_EQ(kite::abi::check_tensor_range("download", t, true, 24), "");
+  EXPECT_EQ(kite::abi::check_tensor_range("download", t, true, 20),
+            "download of 'logits': range [8, +16) is outside its buffer of 20 bytes");
+  EXPECT_EQ(kite::abi::check_tensor_range("upload", t, false, 0), "upload of 'logits': it has no buffer");
+}
+
+TEST(AbiRanges, CopyRangesSaySourceOrTarget) {
+  EXPECT_EQ(kite::abi::check_copy_ranges(0, 16, 4, 20, 16), "");
+  EXPECT_EQ(kite::abi::check_copy_ranges(4, 16, 0, 20, 16),
+            "copy_buffer's source: range [4, +16) is outside its buffer of 16 bytes");
+  EXPECT_EQ(kite::abi::check_copy_ranges(0, 16, 8, 20, 16),
+            "copy_buffer's target: range [8, +16) is outside its buffer of 20 bytes");
+}
+
+// --------------------------------------------------------------- options --
+
+TEST(AbiOptions, FlagTakesZeroOrOne) {
+  bool on = false;
+  EXPECT_EQ(kite::abi::parse_flag_option("CUDA", "lean", "1", &on), "");
+  EXPECT_TRUE(on);
+  EXPECT_EQ(kite::abi::parse_flag_option("CUDA", "lean", "0", &on), "");
+  EXPECT_FALSE(on);
+  on = true;
+  EXPECT_EQ(kite::abi::parse_flag_option("devsim", "unified", "yes", &on),
+            "devsim backend option unified=yes: expected 0 or 1");
+  EXPECT_TRUE(on);  // untouched on failure
+  EXPECT_EQ(kite::abi::parse_flag_option("CUDA", "graphs", "", &on), "CUDA backend option graphs=: expected 0 or 1");
+}
+
+// ------------------------------------------------------- fused Attention --
+
+OpNode AttentionNode(const Shape& q, const Shape& kt, const Shape& v) {
+  OpNode op;
+  op.name = "attn";
+  op.op = "Attention";
+  op.domain = "kite";
+  op.inputs = {Tensor("q", q), Tensor("kt", kt), Tensor("v", v)};
+  op.attrs.push_back(FloatAttr("scale", 0.125f));
+  return op;
+}
+
+TEST(OpsAttentionShapes, ScoresAndOutput) {
+  const std::vector<TensorType> outputs = {Tensor("o", {2, 4, 5, 16})};
+  Shape scores, out;
+  ASSERT_EQ(kite::ops::attention_shapes(AttentionNode({2, 4, 5, 8}, {2, 4, 8, 7}, {2, 4, 7, 16}), "Attention", outputs,
+                                        &scores, &out),
+            "");
+  EXPECT_EQ(scores, Shape({2, 4, 5, 7}));
+  EXPECT_EQ(out, Shape({2, 4, 5, 16}));
+}
+
+TEST(OpsAttentionShapes, RankTwoHasNoLeadingDims) {
+  const std::vector<TensorType> outputs = {Tensor("o", {3, 2})};
+  Shape scores, out;
+  ASSERT_EQ(kite::ops::attention_shapes(AttentionNode({3, 4}, {4, 6}, {6, 2}), "Attention", outputs, &scores, &out), "");
+  EXPECT_EQ(scores, Shape({3, 6}));
+  EXPECT_EQ(out, Shape({3, 2}));
+}
+
+TEST(OpsAttentionShapes, MismatchesNameTheTensorsAndShapes) {
+  const std::vector<TensorType> outputs = {Tensor("o", {1, 5, 16})};
+  Shape scores, out;
+  const std::string rows =
+      kite::ops::attention_shapes(AttentionNode({1, 5, 8}, {1, 9, 7}, {1, 7, 16}), "Attention", outputs, &scores, &out);
+  EXPECT_TRUE(Contains(rows, "kt's rows must match q's columns")) << rows;
+  EXPECT_TRUE(Contains(rows, "q 'q' 1x5x8")) << rows;
+  EXPECT_TRUE(Contains(rows, "kt 'kt' 1x9x7")) << rows;
+
+  const std::string vrows =
+      kite::ops::attention_shapes(AttentionNode({1, 5, 8}, {1, 8, 7}, {1, 6, 16}), "Attention", outputs, &scores, &out);
+  EXPECT_TRUE(Contains(vrows, "v's rows must match kt's columns")) << vrows;
+
+  const std::string lead =
+      kite::ops::attention_shapes(AttentionNode({2, 5, 8}, {1, 8, 7}, {2, 7, 16}), "Attention", outputs, &scores, &out);
+  EXPECT_TRUE(Contains(lead, "same leading dims")) << lead;
+
+  const std::string rank =
+      kite::ops::attention_shapes(AttentionNode({8}, {8}, {8}), "Attention", outputs, &scores, &out);
+  EXPECT_TRUE(Contains(rank, "same rank (at least 2)")) << rank;
+}
+
+TEST(OpsAttentionShapes, PatternInputsOutputsAndScale) {
+  const std::vector<TensorType> outputs = {Tensor("o", {5, 16})};
+  Shape scores, out;
+  OpNode op = AttentionNode({5, 8}, {8, 7}, {7, 16});
+  EXPECT_EQ(kite::ops::attention_shapes(op, "MatMul+Softmax", outputs, &scores, &out),
+            "pattern 'MatMul+Softmax' is not Attention");
+  EXPECT_EQ(kite::ops::attention_shapes(op, "Attention", {}, &scores, &out), "expects one output");
+  OpNode two = op;
+  two.inputs.pop_back();
+  EXPECT_EQ(kite::ops::attention_shapes(two, "Attention", outputs, &scores, &out), "expects inputs q, kt, v [, mask]");
+  OpNode inf = op;
+  inf.attrs[0].f = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(kite::ops::attention_shapes(inf, "Attention", outputs, &scores, &out),
+            "attribute 'scale' must be a finite float");
+  OpNode none = op;
+  none.attrs.clear();
+  EXPECT_EQ(kite::ops::attention_shapes(none, "Attention", outputs, &scores, &out),
+            "attribute 'scale' must be a finite float");
+}
+
+}  // namespace
+
+namespace {
+
+kite::abi::NodeView DeviceAttention(kite_dtype v_dtype, int64_t nan_to_zero) {
+  kite::abi::NodeView n;
+  n.op = AttentionNode({1, 5, 8}, {1, 8, 7}, {1, 7, 16});
+  n.op.inputs[2].dtype = v_dtype;
+  Attr guard;
+  guard.name = "nan_to_zero";
+  guard.type = KITE_ATTR_INT;
+  guard.i = nan_to_zero;
+  n.op.attrs.push_back(guard);
+  n.pattern = "Attention";
+  n.outputs = {Tensor("o", {1, 5, 16})};
+  return n;
+}
+
+TEST(AbiDeviceAttention, FloatWithoutTheNanGuard) {
+  Shape scores, out;
+  EXPECT_EQ(kite::abi::device_attention_of(DeviceAttention(KITE_DTYPE_FLOAT32, 0), "CUDA", &scores, &out), "");
+  EXPECT_EQ(scores, Shape({1, 5, 7}));
+  EXPECT_EQ(out, Shape({1, 5, 16}));
+  const std::string guard =
+      kite::abi::device_attention_of(DeviceAttention(KITE_DTYPE_FLOAT32, 1), "Vulkan", &scores, &out);
+  EXPECT_TRUE(Contains(guard, "nan_to_zero")) << guard;
+  EXPECT_TRUE(Contains(guard, "Vulkan")) << guard;
+  const std::string dtype =
+      kite::abi::device_attention_of(DeviceAttention(KITE_DTYPE_FLOAT16, 0), "CUDA", &scores, &out);
+  EXPECT_TRUE(Contains(dtype, "input 2 'v' has dtype")) << dtype;
+  kite::abi::NodeView wrong_out = DeviceAttention(KITE_DTYPE_FLOAT32, 0);
+  wrong_out.outputs[0].shape = {1, 5, 8};
+  const std::string output = kite::abi::device_attention_of(wrong_out, "CUDA", &scores, &out);
+  EXPECT_TRUE(Contains(output, "output 'o'")) << output;
+}
+
+}  // namespace
