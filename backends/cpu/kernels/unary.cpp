@@ -73,13 +73,20 @@ KITE_UNARY(SoftplusOp, std::max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x))))
 KITE_UNARY(MishOp, x * std::tanh(std::max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x)))))
 #undef KITE_UNARY
 
+// -x for an integer, wrapping at the type's minimum (as two's complement
+// hardware does) instead of the undefined behaviour of signed overflow.
+template <typename T>
+T wrapping_neg(T x) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(U(0) - static_cast<U>(x));
+}
+
 struct AbsOp {
   const Params& p;
   template <typename T>
   T operator()(T x) const {
     if constexpr (std::is_integral_v<T>) {
-      using U = std::make_unsigned_t<T>;
-      return x < 0 ? static_cast<T>(U(0) - static_cast<U>(x)) : x;
+      return x < 0 ? wrapping_neg(x) : x;
     } else {
       return std::fabs(x);
     }
@@ -91,8 +98,7 @@ struct NegOp {
   template <typename T>
   T operator()(T x) const {
     if constexpr (std::is_integral_v<T>) {
-      using U = std::make_unsigned_t<T>;
-      return static_cast<T>(U(0) - static_cast<U>(x));
+      return wrapping_neg(x);
     } else {
       return -x;
     }
