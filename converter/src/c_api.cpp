@@ -9,8 +9,10 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "kite/abi/status_guard.h"
 #include "kite/converter/convert.h"
 #include "passes/pass.h"
 #include "writer/kite_writer.h"
@@ -33,17 +35,10 @@ kite_status fail(kite_status code, const std::string& message) {
   return code;
 }
 
+// body(), an exception turned into a status and this thread's last error.
 template <typename F>
 kite_status guarded(const char* fn, F&& body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return fail(KITE_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory");
-  } catch (const std::exception& e) {
-    return fail(KITE_ERROR_INTERNAL, std::string(fn) + ": " + e.what());
-  } catch (...) {
-    return fail(KITE_ERROR_INTERNAL, std::string(fn) + ": unknown error");
-  }
+  return kite::abi::guard_exceptions(fn, std::forward<F>(body), fail);
 }
 
 kite_status null_options(const char* fn) {

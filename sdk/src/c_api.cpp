@@ -4,7 +4,9 @@
 #include <atomic>
 #include <cstring>
 #include <new>
+#include <utility>
 
+#include "kite/abi/status_guard.h"
 #include "kite/backend.h"
 #include "kite/kite.h"
 #include "kite/ops/op_node.h"
@@ -70,17 +72,10 @@ kite_status busy(const char* fn) {
                                 "calls on one session must not overlap, use one session per thread");
 }
 
+// body(), an exception turned into a status and this thread's last error.
 template <typename F>
 kite_status guarded(const char* fn, F&& body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return fail(KITE_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory");
-  } catch (const std::exception& e) {
-    return fail(KITE_ERROR_INTERNAL, std::string(fn) + ": " + e.what());
-  } catch (...) {
-    return fail(KITE_ERROR_INTERNAL, std::string(fn) + ": unknown error");
-  }
+  return kite::abi::guard_exceptions(fn, std::forward<F>(body), fail);
 }
 
 // "<what> index <index> out of range (<count> <what>s)", or "" when in range:
