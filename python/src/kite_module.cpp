@@ -126,6 +126,22 @@ TensorInfo to_info(const kite_tensor_info& c) {
   return TensorInfo{c.name, c.dtype, std::vector<int64_t>(c.shape, c.shape + c.rank), c.byte_size};
 }
 
+// The input or output infos of a model or session handle, read through the C
+// API's count and info getters for that kind.
+template <typename Handle>
+std::vector<TensorInfo> read_infos(const Handle* h, kite_status (*count_fn)(const Handle*, int32_t*),
+                                   kite_status (*info_fn)(const Handle*, int32_t, kite_tensor_info*)) {
+  int32_t n = 0;
+  check(count_fn(h, &n));
+  std::vector<TensorInfo> infos;
+  for (int32_t i = 0; i < n; ++i) {
+    kite_tensor_info info;
+    check(info_fn(h, i, &info));
+    infos.push_back(to_info(info));
+  }
+  return infos;
+}
+
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -161,19 +177,8 @@ class Model {
     }
     model_ = ModelPtr(m, &kite_model_destroy);
     path_ = path;
-    int32_t n = 0;
-    check(kite_model_get_input_count(m, &n));
-    for (int32_t i = 0; i < n; ++i) {
-      kite_tensor_info info;
-      check(kite_model_get_input_info(m, i, &info));
-      inputs_.push_back(to_info(info));
-    }
-    check(kite_model_get_output_count(m, &n));
-    for (int32_t i = 0; i < n; ++i) {
-      kite_tensor_info info;
-      check(kite_model_get_output_info(m, i, &info));
-      outputs_.push_back(to_info(info));
-    }
+    inputs_ = read_infos(m, kite_model_get_input_count, kite_model_get_input_info);
+    outputs_ = read_infos(m, kite_model_get_output_count, kite_model_get_output_info);
   }
 
   const ModelPtr& handle() const { return model_; }
@@ -288,19 +293,8 @@ class Session {
       if (st != KITE_OK) raise(st, kite_last_error());
     }
     session_.reset(s);
-    int32_t n = 0;
-    check(kite_session_get_input_count(s, &n));
-    for (int32_t i = 0; i < n; ++i) {
-      kite_tensor_info info;
-      check(kite_session_get_input_info(s, i, &info));
-      inputs_.push_back(to_info(info));
-    }
-    check(kite_session_get_output_count(s, &n));
-    for (int32_t i = 0; i < n; ++i) {
-      kite_tensor_info info;
-      check(kite_session_get_output_info(s, i, &info));
-      outputs_.push_back(to_info(info));
-    }
+    inputs_ = read_infos(s, kite_session_get_input_count, kite_session_get_input_info);
+    outputs_ = read_infos(s, kite_session_get_output_count, kite_session_get_output_info);
   }
 
   nb::dict run(nb::dict feeds) {
