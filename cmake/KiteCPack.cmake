@@ -39,12 +39,13 @@ if(CMAKE_CROSSCOMPILING)
   # cross packages list their dependencies by hand: libkite0 the C and C++
   # runtimes, every other package libkite0 at its exact version (the
   # CPACK_COMPONENT_<name>_DEPENDS below), which brings them along. The
-  # lower bounds come from the newest GLIBC_ and GLIBCXX_ symbol versions
-  # the packaged binaries need, read by KiteCPackProject.cmake at cpack time
-  # (a cross build from Debian 12 needs libc6 (>= 2.34), libstdc++6 (>= 12):
-  # the package must not install where it cannot load).
+  # lower bounds come from the newest GLIBC_, GCC_ and GLIBCXX_ symbol
+  # versions the packaged binaries need, read by KiteCPackProject.cmake at
+  # cpack time (a cross build from Debian 12 needs libc6 (>= 2.34),
+  # libgcc-s1 (>= 3.0), libstdc++6 (>= 12): the package must not install
+  # where it cannot load).
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
-  set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "libc6, libstdc++6")
+  set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "libc6, libgcc-s1, libstdc++6")
   set(kite_elf_files "$<TARGET_FILE:kite>")
   foreach(tool kite-run kite-inspect kite-convert kite-plan-check kite_converter)
     if(TARGET ${tool})

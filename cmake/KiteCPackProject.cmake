@@ -20,10 +20,11 @@ function(kite_newest_symbol_version var prefix text)
 endfunction()
 
 # Cross builds (KiteCPack.cmake): dpkg-shlibdeps is off, so the versions of
-# libc6 and libstdc++6 come from the newest GLIBC_2.x and GLIBCXX_3.4.x
-# symbol versions the packaged binaries (built by now) ask for, mapped the
-# way Debian's symbols files map them (libc6: the same number; libstdc++6:
-# the GCC release that added it, from libstdc++6's symbols file).
+# libc6, libgcc-s1 and libstdc++6 come from the newest GLIBC_2.x, GCC_x and
+# GLIBCXX_3.4.x symbol versions the packaged binaries (built by now) ask for,
+# mapped the way Debian's symbols files map them (libc6, libgcc-s1: the same
+# number; libstdc++6: the GCC release that added it, from libstdc++6's
+# symbols file). A native build's dpkg-shlibdeps lists the same three.
 if(CPACK_KITE_PACKAGED_BINARIES)
   file(STRINGS ${CPACK_KITE_PACKAGED_BINARIES} binaries)
   foreach(f IN LISTS binaries)
@@ -37,6 +38,7 @@ if(CPACK_KITE_PACKAGED_BINARIES)
     message(FATAL_ERROR "cpack: ${CPACK_KITE_READELF} -V failed on the packaged binaries")
   endif()
   kite_newest_symbol_version(glibc "GLIBC_" "${versions}")
+  kite_newest_symbol_version(gcc_s "GCC_" "${versions}")
   kite_newest_symbol_version(glibcxx "GLIBCXX_3\\.4\\." "${versions}")
   # GLIBCXX_3.4.<n> -> libstdc++6 version (older than 3.4.21: any libstdc++6).
   set(gcc_of_21 5.2)
@@ -60,9 +62,13 @@ if(CPACK_KITE_PACKAGED_BINARIES)
   if(glibc)
     set(libc6 "libc6 (>= ${glibc})")
   endif()
+  set(libgcc libgcc-s1)
+  if(gcc_s)
+    set(libgcc "libgcc-s1 (>= ${gcc_s})")
+  endif()
   set(libstdcxx libstdc++6)
   if(glibcxx AND glibcxx GREATER_EQUAL 21)
     set(libstdcxx "libstdc++6 (>= ${gcc_of_${glibcxx}})")
   endif()
-  set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "${libc6}, ${libstdcxx}")
+  set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "${libc6}, ${libgcc}, ${libstdcxx}")
 endif()

@@ -37,6 +37,7 @@ check_runtime_and_plugins $gpu_packages
 # versions (cmake/KiteCPackProject.cmake): a libkite0 without them would
 # install on an older system and fail to load there.
 has libkite0 Depends "libc6 (>= "
+has libkite0 Depends "libgcc-s1 (>= "
 has libkite0 Depends "libstdc++6 (>= "
 # Every other package reaches the C and C++ runtimes through libkite0.
 for p in libkite-dev kite-tools kite-backend-devsim $gpu_packages; do
