@@ -28,19 +28,39 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # libkite0 comes from the component dependency above).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${PROJECT_BINARY_DIR}/sdk)
 
-# Architecture: the target's, so a cross build (toolchains/) packages arm64.
+# Architecture: the target's (KITE_DEB_ARCH, KitePackaging.cmake), so a cross
+# build (toolchains/) packages arm64.
 if(CMAKE_CROSSCOMPILING)
-  if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
-    set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE arm64)
-  elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|amd64)$")
-    set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE amd64)
-  else()
-    message(WARNING "cpack: no Debian architecture known for '${CMAKE_SYSTEM_PROCESSOR}'")
+  if(KITE_DEB_ARCH)
+    set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE ${KITE_DEB_ARCH})
   endif()
   # dpkg-shlibdeps cannot read foreign binaries without the target's dpkg
-  # database; cross packages list their dependencies by hand.
+  # database (dpkg --add-architecture, which install_cross_tools.sh avoids);
+  # cross packages list their dependencies by hand: libkite0 the C and C++
+  # runtimes, every other package libkite0 at its exact version (the
+  # CPACK_COMPONENT_<name>_DEPENDS below), which brings them along. The
+  # lower bounds come from the newest GLIBC_, GCC_ and GLIBCXX_ symbol
+  # versions the packaged binaries need, read by KiteCPackProject.cmake at
+  # cpack time (a cross build from Debian 12 needs libc6 (>= 2.34),
+  # libgcc-s1 (>= 3.0), libstdc++6 (>= 12): the package must not install
+  # where it cannot load).
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
-  set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "libc6, libstdc++6")
+  set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "libc6, libgcc-s1, libstdc++6")
+  set(kite_elf_files "$<TARGET_FILE:kite>")
+  foreach(tool kite-run kite-inspect kite-convert kite-plan-check kite_converter)
+    if(TARGET ${tool})
+      string(APPEND kite_elf_files "\n$<TARGET_FILE:${tool}>")
+    endif()
+  endforeach()
+  get_property(kite_backends GLOBAL PROPERTY KITE_PACKAGED_BACKENDS)
+  foreach(name IN LISTS kite_backends)
+    get_property(plugin GLOBAL PROPERTY KITE_BACKEND_${name}_TARGET)
+    string(APPEND kite_elf_files "\n$<TARGET_FILE:${plugin}>")
+  endforeach()
+  file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/packaging/packaged_binaries.txt
+       CONTENT "${kite_elf_files}\n")
+  set(CPACK_KITE_PACKAGED_BINARIES ${PROJECT_BINARY_DIR}/packaging/packaged_binaries.txt)
+  set(CPACK_KITE_READELF ${CMAKE_READELF})
 endif()
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libkite0)

@@ -9,6 +9,20 @@
 set(KITE_INSTALL_BACKENDDIR ${CMAKE_INSTALL_LIBDIR}/kite/backends)
 set(KITE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/Kite)
 
+# The Debian architecture of a cross build's packages (the target's, so the
+# aarch64 preset packages arm64); empty in native builds, where cpack asks
+# dpkg. KiteCPack.cmake and the package test (tests/install) read it.
+set(KITE_DEB_ARCH "")
+if(CMAKE_CROSSCOMPILING)
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
+    set(KITE_DEB_ARCH arm64)
+  elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|amd64)$")
+    set(KITE_DEB_ARCH amd64)
+  else()
+    message(WARNING "cpack: no Debian architecture known for '${CMAKE_SYSTEM_PROCESSOR}'")
+  endif()
+endif()
+
 # kite_package_backend(TARGET <plugin target> NAME <backend name>
 #                      [RECOMMENDS <debian package>...] [DESCRIPTION <text>]
 #                      [TEST_ONLY])
@@ -55,6 +69,7 @@ function(kite_package_backend)
   set_property(GLOBAL PROPERTY KITE_BACKEND_${arg_NAME}_RECOMMENDS "${arg_RECOMMENDS}")
   set_property(GLOBAL PROPERTY KITE_BACKEND_${arg_NAME}_DESCRIPTION "${arg_DESCRIPTION}")
   set_property(GLOBAL PROPERTY KITE_BACKEND_${arg_NAME}_TEST_ONLY ${arg_TEST_ONLY})
+  set_property(GLOBAL PROPERTY KITE_BACKEND_${arg_NAME}_TARGET ${arg_TARGET})
   if(NOT arg_TEST_ONLY)
     # What python/ bundles into the wheel.
     set_property(GLOBAL APPEND PROPERTY KITE_BACKEND_PLUGIN_TARGETS ${arg_TARGET})
