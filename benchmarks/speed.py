@@ -46,37 +46,12 @@ import time
 import numpy as np
 import onnxruntime as ort
 
-from bench_common import find_tool, seeded_feeds
+from bench_common import describe_cpu, find_tool, seeded_feeds
 
 MODEL_SET = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
              "squeezenet1_1", "shufflenet_v2_x1_0", "convnext_tiny", "vit_small",
              "text_transformer", "unet_small"]
 RTOL_OF_MAX = 1e-4  # the model set's tolerance (tests/e2e/compare_with_ort.py explains it)
-ISA_FLAGS = ["sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
-             "avx512dq", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16",
-             "amx_int8", "asimd", "sve", "sve2", "asimdhp"]
-
-
-def describe_cpu():
-    model, flags = "unknown", set()
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "Model name":
-                model = value.strip()
-            elif key.strip() == "Flags":
-                flags = set(value.split())
-    except OSError:
-        pass
-    if not flags and os.path.exists("/proc/cpuinfo"):
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith(("flags", "Features")):
-                    flags = set(line.split(":", 1)[1].split())
-                    break
-    have = [f for f in ISA_FLAGS if f in flags]
-    return model, have, os.cpu_count()
 
 
 def check(outputs, ref):
