@@ -11,6 +11,7 @@
 
 #include "kite/abi/device_node.h"
 #include "kite/abi/device_rules.h"
+#include "kite/abi/plan_helpers.h"
 #include "kite/abi/plugin.h"
 #include "kite/ops/attention.h"
 
@@ -360,6 +361,52 @@ TEST(AbiDeviceAttention, FloatWithoutTheNanGuard) {
   wrong_out.outputs[0].shape = {1, 5, 8};
   const std::string output = kite::abi::device_attention_of(wrong_out, "CUDA", &scores, &out);
   EXPECT_TRUE(Contains(output, "output 'o'")) << output;
+}
+
+}  // namespace
+
+namespace {
+
+// ------------------------------------------------------------- window_2d --
+
+kite::ops::WindowGeometry Geometry(Shape input, Shape output, Shape kernel, Shape strides, Shape dilations,
+                                   Shape pads_begin, Shape pads_end) {
+  kite::ops::WindowGeometry g;
+  g.input = std::move(input);
+  g.output = std::move(output);
+  g.kernel = std::move(kernel);
+  g.strides = std::move(strides);
+  g.dilations = std::move(dilations);
+  g.pads_begin = std::move(pads_begin);
+  g.pads_end = std::move(pads_end);
+  return g;
+}
+
+// The fields of a window: h, w, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw,
+// ph_end, pw_end.
+Shape Fields(const kite::abi::plan::Window2d& w) {
+  return {w.h, w.w, w.oh, w.ow, w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.ph, w.pw, w.ph_end, w.pw_end};
+}
+
+TEST(AbiWindow2d, TwoDimensionalWindowKeepsItsAxes) {
+  kite::abi::plan::Window2d w;
+  ASSERT_TRUE(kite::abi::plan::window_2d(Geometry({7, 9}, {4, 3}, {3, 2}, {2, 3}, {1, 2}, {1, 0}, {2, 1}), &w));
+  EXPECT_EQ(Fields(w), Shape({7, 9, 4, 3, 3, 2, 2, 3, 1, 2, 1, 0, 2, 1}));
+}
+
+TEST(AbiWindow2d, OneDimensionalWindowIsOneRowHigh) {
+  // Height 1: input, output, kernel, stride and dilation 1, no pads.
+  kite::abi::plan::Window2d w;
+  ASSERT_TRUE(kite::abi::plan::window_2d(Geometry({10}, {4}, {3}, {2}, {2}, {1}, {0}), &w));
+  EXPECT_EQ(Fields(w), Shape({1, 10, 1, 4, 1, 3, 1, 2, 1, 2, 0, 1, 0, 0}));
+}
+
+TEST(AbiWindow2d, OtherRanksAreRefused) {
+  kite::abi::plan::Window2d w;
+  EXPECT_FALSE(kite::abi::plan::window_2d(Geometry({2, 3, 4}, {2, 3, 4}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1},
+                                                   {0, 0, 0}, {0, 0, 0}),
+                                          &w));
+  EXPECT_FALSE(kite::abi::plan::window_2d(kite::ops::WindowGeometry{}, &w));
 }
 
 }  // namespace
