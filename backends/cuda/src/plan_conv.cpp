@@ -113,23 +113,7 @@ std::string plan_conv_node(const NodeView& n, const PlanContext& ctx, Kernel* k,
     }
     lib.how = fused ? "cuDNN conv + bias + ReLU" : "cuDNN conv + own bias/activation";
   }
-  const bool forced = b.options().conv == "cudnn";
-  if (!call) {
-    if (forced) return "cuDNN: " + cudnn_why;
-    b.log(KITE_LOG_INFO, k->label + ": cuDNN declined (" + cudnn_why + "); own kernel");
-    k->steps = std::move(own.steps);
-    k->how = own.how;
-    return "";
-  }
-  const float own_ms = forced ? -1.0f : b.measure(own.steps);
-  const bool use_own = !forced && own_ms >= 0.0f && (cudnn_ms < 0.0f || own_ms < cudnn_ms);
-  Kernel& pick = use_own ? own : lib;
-  k->steps = std::move(pick.steps);
-  k->how = pick.how;
-  char line[256];
-  std::snprintf(line, sizeof line, "%s: %s (cuDNN %.3f ms, own %.3f ms)", k->label.c_str(), k->how.c_str(), cudnn_ms, own_ms);
-  b.log(KITE_LOG_DEBUG, line);
-  return "";
+  return pick_faster(b, k, &own, &lib, call != nullptr, cudnn_why, b.options().conv == "cudnn", cudnn_ms, "cuDNN");
 }
 
 }  // namespace
