@@ -409,4 +409,36 @@ TEST(AbiWindow2d, OtherRanksAreRefused) {
   EXPECT_FALSE(kite::abi::plan::window_2d(kite::ops::WindowGeometry{}, &w));
 }
 
+// ------------------------------------------------------- backend_options --
+
+TEST(AbiOptions, ReadsKeysAndValuesInOrder) {
+  const char* keys[] = {"lean", nullptr, "conv"};
+  const char* values[] = {"1", "x", nullptr};
+  kite_backend_create_info info{};
+  info.num_options = 3;
+  info.option_keys = keys;
+  info.option_values = values;
+  std::vector<kite::abi::BackendOption> options;
+  ASSERT_EQ(kite::abi::backend_options(&info, &options), "");
+  ASSERT_EQ(options.size(), 3u);
+  EXPECT_EQ(options[0].key, "lean");
+  EXPECT_EQ(options[0].value, "1");
+  EXPECT_EQ(options[1].key, "");
+  EXPECT_EQ(options[1].value, "x");
+  EXPECT_EQ(options[2].key, "conv");
+  EXPECT_EQ(options[2].value, "");
+  EXPECT_EQ(kite::abi::backend_options(nullptr, &options), "");
+  EXPECT_TRUE(options.empty());
+}
+
+TEST(AbiOptions, MalformedOptionsAreRefused) {
+  std::vector<kite::abi::BackendOption> options;
+  kite_backend_create_info negative{};
+  negative.num_options = -1;
+  EXPECT_EQ(kite::abi::backend_options(&negative, &options), "the backend options are malformed");
+  kite_backend_create_info no_arrays{};
+  no_arrays.num_options = 1;
+  EXPECT_EQ(kite::abi::backend_options(&no_arrays, &options), "the backend options are malformed");
+}
+
 }  // namespace
