@@ -367,6 +367,147 @@ TEST(AbiDeviceAttention, FloatWithoutTheNanGuard) {
 
 namespace {
 
+Attr IntsAttr(const std::string& name, std::vector<int64_t> ints) {
+  return Attr{name, KITE_ATTR_INTS, 0, 0.0f, {}, std::move(ints), {}, {}};
+}
+
+// ---------------------------------------------------------------- perm_of --
+
+TEST(AbiPermOf, ReversedWhenAbsentElseAPermutation) {
+  kite::abi::NodeView v;
+  v.op.name = "t";
+  v.op.op = "Transpose";
+  v.op.inputs.push_back(Tensor("x", {2, 3, 4}));
+  Shape perm;
+  ASSERT_EQ(kite::abi::perm_of(v, &perm), "");
+  EXPECT_EQ(perm, Shape({2, 1, 0}));
+  v.op.attrs = {IntsAttr("perm", {1, 2, 0})};
+  ASSERT_EQ(kite::abi::perm_of(v, &perm), "");
+  EXPECT_EQ(perm, Shape({1, 2, 0}));
+  v.op.attrs[0].ints = {1, 1, 0};
+  const std::string twice = kite::abi::perm_of(v, &perm);
+  EXPECT_TRUE(Contains(twice, "is not a permutation of 0..2")) << twice;
+  v.op.attrs[0].ints = {1, 0};
+  const std::string short_perm = kite::abi::perm_of(v, &perm);
+  EXPECT_TRUE(Contains(short_perm, "has 2 values, the input has 3 dims")) << short_perm;
+}
+
+// -------------------------------------------------------------- slice_of --
+
+// A Slice (opset 10+) over x of `in`: starts, ends and, when not empty,
+// axes and steps as int64 constants (the vectors must outlive the node).
+kite::abi::NodeView SliceNode(const Shape& in, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                              const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
+  kite::abi::NodeView v;
+  v.op.name = "cut";
+  v.op.op = "Slice";
+  v.op.inputs.push_back(Tensor("x", in));
+  auto ints = [](const char* name, const std::vector<int64_t>& values) {
+    return Tensor(name, {static_cast<int64_t>(values.size())}, KITE_DTYPE_INT64, values.data());
+  };
+  v.op.inputs.push_back(ints("starts", starts));
+  v.op.inputs.push_back(ints("ends", ends));
+  v.op.inputs.push_back(axes.empty() ? Absent() : ints("axes", axes));
+  v.op.inputs.push_back(steps.empty() ? Absent() : ints("steps", steps));
+  return v;
+}
+
+void ExpectAxis(const kite::ops::SliceAxis& a, int64_t start, int64_t step, int64_t count) {
+  EXPECT_EQ(a.start, start);
+  EXPECT_EQ(a.step, step);
+  EXPECT_EQ(a.count, count);
+}
+
+TEST(AbiSliceOf, InputsCountFromTheEndAndClamp) {
+  // [4, 10]: axis 0 [1, 3) -> 1, 2; axis 1 from -3 (7) to 100 (clamped to
+  // 10) -> 7, 8, 9.
+  const std::vector<int64_t> starts = {1, -3}, ends = {3, 100};
+  std::vector<kite::ops::SliceAxis> axes;
+  ASSERT_EQ(kite::abi::slice_of(SliceNode({4, 10}, starts, ends, {}, {}), "CUDA", &axes), "");
+  ASSERT_EQ(axes.size(), 2u);
+  ExpectAxis(axes[0], 1, 1, 2);
+  ExpectAxis(axes[1], 7, 1, 3);
+}
+
+TEST(AbiSliceOf, NegativeStepWalksBackwards) {
+  // [5] from -1 (4) down to -6 (-1 after clamping) by -2 -> 4, 2, 0.
+  const std::vector<int64_t> starts = {-1}, ends = {-6}, steps = {-2};
+  std::vector<kite::ops::SliceAxis> axes;
+  ASSERT_EQ(kite::abi::slice_of(SliceNode({5}, starts, ends, {}, steps), "Vulkan", &axes), "");
+  ASSERT_EQ(axes.size(), 1u);
+  ExpectAxis(axes[0], 4, -2, 3);
+}
+
+TEST(AbiSliceOf, AttributesBeforeOpset10NameSomeAxes) {
+  // [3, 4], axes [-1] (1): [2, 3) -> one element (its step is 1); axis 0
+  // is taken whole.
+  kite::abi::NodeView v;
+  v.op.name = "cut";
+  v.op.op = "Slice";
+  v.op.inputs.push_back(Tensor("x", {3, 4}));
+  v.op.attrs = {IntsAttr("starts", {2}), IntsAttr("ends", {3}), IntsAttr("axes", {-1})};
+  std::vector<kite::ops::SliceAxis> axes;
+  ASSERT_EQ(kite::abi::slice_of(v, "CUDA", &axes), "");
+  ASSERT_EQ(axes.size(), 2u);
+  ExpectAxis(axes[0], 0, 1, 3);
+  ExpectAxis(axes[1], 2, 1, 1);
+}
+
+TEST(AbiSliceOf, RefusesZeroStepsMismatchesAndComputedInputs) {
+  std::vector<kite::ops::SliceAxis> axes;
+  const std::vector<int64_t> one = {0}, two = {0, 1}, zero = {0};
+  const std::string step = kite::abi::slice_of(SliceNode({4}, one, one, {}, zero), "CUDA", &axes);
+  EXPECT_TRUE(Contains(step, "0 step")) << step;
+  EXPECT_EQ(kite::abi::slice_of(SliceNode({4, 4}, one, two, {}, {}), "CUDA", &axes),
+            "starts, ends, axes and steps differ in length");
+  kite::abi::NodeView computed = SliceNode({4}, one, one, {}, {});
+  computed.op.inputs[2].data = nullptr;
+  const std::string constant = kite::abi::slice_of(computed, "Vulkan", &axes);
+  EXPECT_TRUE(Contains(constant, "ends")) << constant;
+  EXPECT_TRUE(Contains(constant, "must be a constant on Vulkan")) << constant;
+}
+
+// ------------------------------------------------- check_skip_layer_norm --
+
+kite::abi::NodeView SkipLayerNorm(const Shape& a, const Shape& b, bool sum_output) {
+  kite::abi::NodeView v;
+  v.op.name = "ln";
+  v.op.op = "FusedSkipLayerNorm";
+  v.pattern = "Add+LayerNormalization";
+  v.op.inputs = {Tensor("a", a), Tensor("b", b), Tensor("scale", {a.back()})};
+  v.outputs = {Tensor("y", a)};
+  if (sum_output) v.outputs.push_back(Tensor("sum", a));
+  return v;
+}
+
+TEST(AbiSkipLayerNorm, AcceptsMatchingFloatInputsAndOutputs) {
+  EXPECT_EQ(kite::abi::check_skip_layer_norm(SkipLayerNorm({2, 8}, {2, 8}, false), "CUDA"), "");
+  EXPECT_EQ(kite::abi::check_skip_layer_norm(SkipLayerNorm({2, 8}, {2, 8}, true), "Vulkan"), "");
+  kite::abi::NodeView absent_sum = SkipLayerNorm({2, 8}, {2, 8}, true);
+  absent_sum.outputs[1] = Absent();
+  EXPECT_EQ(kite::abi::check_skip_layer_norm(absent_sum, "CUDA"), "");
+}
+
+TEST(AbiSkipLayerNorm, RefusesWhatTheKernelsCannotRun) {
+  EXPECT_EQ(kite::abi::check_skip_layer_norm(SkipLayerNorm({2, 8}, {1, 8}, false), "CUDA"),
+            "input 1 'b' must have the shape of input 0 'a'");
+  kite::abi::NodeView half = SkipLayerNorm({2, 8}, {2, 8}, false);
+  half.op.inputs[1].dtype = KITE_DTYPE_FLOAT16;
+  const std::string dtype = kite::abi::check_skip_layer_norm(half, "Vulkan");
+  EXPECT_TRUE(Contains(dtype, "input 1 'b' has dtype")) << dtype;
+  EXPECT_TRUE(Contains(dtype, "Vulkan")) << dtype;
+  kite::abi::NodeView no_a = SkipLayerNorm({2, 8}, {2, 8}, false);
+  no_a.op.inputs[0] = Absent();
+  EXPECT_EQ(kite::abi::check_skip_layer_norm(no_a, "CUDA"), "expects inputs a, b, scale [, bias]");
+  kite::abi::NodeView wrong_y = SkipLayerNorm({2, 8}, {2, 8}, true);
+  wrong_y.outputs[0].shape = {2, 4};
+  const std::string output = kite::abi::check_skip_layer_norm(wrong_y, "CUDA");
+  EXPECT_TRUE(Contains(output, "output 'y'")) << output;
+  kite::abi::NodeView other = SkipLayerNorm({2, 8}, {2, 8}, false);
+  other.pattern = "LayerNormalization";
+  EXPECT_EQ(kite::abi::check_skip_layer_norm(other, "CUDA"), "pattern 'LayerNormalization' is not Add+LayerNormalization");
+}
+
 // ------------------------------------------------------------- window_2d --
 
 kite::ops::WindowGeometry Geometry(Shape input, Shape output, Shape kernel, Shape strides, Shape dilations,
