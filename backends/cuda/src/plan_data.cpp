@@ -126,14 +126,12 @@ std::string plan_expand(const NodeView& n, const PlanContext&, Kernel* k) {
   const Shape& in = n.in_shape(0);
   const Shape& out = n.out_shape(0);
   if (in.size() > out.size()) return "the input has more dims than the output";
-  Shape src(out.size(), 0);
-  const Shape in_strides = strides_of(in);
   for (size_t k2 = 0; k2 < in.size(); ++k2) {
     const size_t d = in.size() - 1 - k2, o = out.size() - 1 - k2;
     if (in[d] != 1 && in[d] != out[o]) return "the input does not broadcast to the output";
-    src[o] = in[d] == 1 ? 0 : in_strides[d];
   }
-  return add_strided_copy(k, n.in(0), 0, n.out(0), 0, out, src, strides_of(out), elem_size(n, 0));
+  return add_strided_copy(k, n.in(0), 0, n.out(0), 0, out, broadcast_strides(in, out), strides_of(out),
+                          elem_size(n, 0));
 }
 
 std::string plan_gather(const NodeView& n, const PlanContext&, Kernel* k) {

@@ -190,13 +190,8 @@ std::string plan_expand(const NodeView& n, const PlanContext& ctx, Kernel* k) {
   const Shape& in = n.in_shape(0);
   const Shape& out = n.out_shape(0);
   if (in.size() > out.size()) return "Expand's input has more dims than its output";
-  Shape ss(out.size(), 0);
-  const Shape in_strides = contiguous_strides(in);
-  for (size_t kdim = 0; kdim < in.size(); ++kdim) {
-    const size_t d = in.size() - 1 - kdim, o = out.size() - 1 - kdim;
-    ss[o] = in[d] == 1 ? 0 : in_strides[d];
-  }
-  return add_strided_copy(k, ctx, n.in(0), 0, n.out(0), 0, out, ss, contiguous_strides(out), words, false);
+  return add_strided_copy(k, ctx, n.in(0), 0, n.out(0), 0, out, broadcast_strides(in, out), contiguous_strides(out),
+                          words, false);
 }
 
 std::string plan_gather(const NodeView& n, const PlanContext& ctx, Kernel* k) {
