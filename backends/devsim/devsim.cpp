@@ -147,10 +147,12 @@ struct Instance {
 // ---- helpers -------------------------------------------------------------------
 
 bool parse_options(const kite_backend_create_info* info, Options* out, std::string* err) {
-  if (info == nullptr) return true;
-  for (int32_t i = 0; i < info->num_options; ++i) {
-    const std::string key = info->option_keys[i] ? info->option_keys[i] : "";
-    const std::string value = info->option_values[i] ? info->option_values[i] : "";
+  std::vector<kite::abi::BackendOption> options;
+  *err = kite::abi::backend_options(info, &options);
+  if (!err->empty()) return false;
+  for (const kite::abi::BackendOption& option : options) {
+    const std::string& key = option.key;
+    const std::string& value = option.value;
     auto flag = [&](bool* target) {
       *err = kite::abi::parse_flag_option("devsim", key, value, target);
       return err->empty();

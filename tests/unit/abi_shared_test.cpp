@@ -11,6 +11,7 @@
 
 #include "kite/abi/device_node.h"
 #include "kite/abi/device_rules.h"
+#include "kite/abi/plan_helpers.h"
 #include "kite/abi/plugin.h"
 #include "kite/ops/attention.h"
 
@@ -360,6 +361,225 @@ TEST(AbiDeviceAttention, FloatWithoutTheNanGuard) {
   wrong_out.outputs[0].shape = {1, 5, 8};
   const std::string output = kite::abi::device_attention_of(wrong_out, "CUDA", &scores, &out);
   EXPECT_TRUE(Contains(output, "output 'o'")) << output;
+}
+
+}  // namespace
+
+namespace {
+
+Attr IntsAttr(const std::string& name, std::vector<int64_t> ints) {
+  return Attr{name, KITE_ATTR_INTS, 0, 0.0f, {}, std::move(ints), {}, {}};
+}
+
+// ---------------------------------------------------------------- perm_of --
+
+TEST(AbiPermOf, ReversedWhenAbsentElseAPermutation) {
+  kite::abi::NodeView v;
+  v.op.name = "t";
+  v.op.op = "Transpose";
+  v.op.inputs.push_back(Tensor("x", {2, 3, 4}));
+  Shape perm;
+  ASSERT_EQ(kite::abi::perm_of(v, &perm), "");
+  EXPECT_EQ(perm, Shape({2, 1, 0}));
+  v.op.attrs = {IntsAttr("perm", {1, 2, 0})};
+  ASSERT_EQ(kite::abi::perm_of(v, &perm), "");
+  EXPECT_EQ(perm, Shape({1, 2, 0}));
+  v.op.attrs[0].ints = {1, 1, 0};
+  const std::string twice = kite::abi::perm_of(v, &perm);
+  EXPECT_TRUE(Contains(twice, "is not a permutation of 0..2")) << twice;
+  v.op.attrs[0].ints = {1, 0};
+  const std::string short_perm = kite::abi::perm_of(v, &perm);
+  EXPECT_TRUE(Contains(short_perm, "has 2 values, the input has 3 dims")) << short_perm;
+}
+
+// -------------------------------------------------------------- slice_of --
+
+// A Slice (opset 10+) over x of `in`: starts, ends and, when not empty,
+// axes and steps as int64 constants (the vectors must outlive the node).
+kite::abi::NodeView SliceNode(const Shape& in, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                              const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
+  kite::abi::NodeView v;
+  v.op.name = "cut";
+  v.op.op = "Slice";
+  v.op.inputs.push_back(Tensor("x", in));
+  auto ints = [](const char* name, const std::vector<int64_t>& values) {
+    return Tensor(name, {static_cast<int64_t>(values.size())}, KITE_DTYPE_INT64, values.data());
+  };
+  v.op.inputs.push_back(ints("starts", starts));
+  v.op.inputs.push_back(ints("ends", ends));
+  v.op.inputs.push_back(axes.empty() ? Absent() : ints("axes", axes));
+  v.op.inputs.push_back(steps.empty() ? Absent() : ints("steps", steps));
+  return v;
+}
+
+void ExpectAxis(const kite::ops::SliceAxis& a, int64_t start, int64_t step, int64_t count) {
+  EXPECT_EQ(a.start, start);
+  EXPECT_EQ(a.step, step);
+  EXPECT_EQ(a.count, count);
+}
+
+TEST(AbiSliceOf, InputsCountFromTheEndAndClamp) {
+  // [4, 10]: axis 0 [1, 3) -> 1, 2; axis 1 from -3 (7) to 100 (clamped to
+  // 10) -> 7, 8, 9.
+  const std::vector<int64_t> starts = {1, -3}, ends = {3, 100};
+  std::vector<kite::ops::SliceAxis> axes;
+  ASSERT_EQ(kite::abi::slice_of(SliceNode({4, 10}, starts, ends, {}, {}), "CUDA", &axes), "");
+  ASSERT_EQ(axes.size(), 2u);
+  ExpectAxis(axes[0], 1, 1, 2);
+  ExpectAxis(axes[1], 7, 1, 3);
+}
+
+TEST(AbiSliceOf, NegativeStepWalksBackwards) {
+  // [5] from -1 (4) down to -6 (-1 after clamping) by -2 -> 4, 2, 0.
+  const std::vector<int64_t> starts = {-1}, ends = {-6}, steps = {-2};
+  std::vector<kite::ops::SliceAxis> axes;
+  ASSERT_EQ(kite::abi::slice_of(SliceNode({5}, starts, ends, {}, steps), "Vulkan", &axes), "");
+  ASSERT_EQ(axes.size(), 1u);
+  ExpectAxis(axes[0], 4, -2, 3);
+}
+
+TEST(AbiSliceOf, AttributesBeforeOpset10NameSomeAxes) {
+  // [3, 4], axes [-1] (1): [2, 3) -> one element (its step is 1); axis 0
+  // is taken whole.
+  kite::abi::NodeView v;
+  v.op.name = "cut";
+  v.op.op = "Slice";
+  v.op.inputs.push_back(Tensor("x", {3, 4}));
+  v.op.attrs = {IntsAttr("starts", {2}), IntsAttr("ends", {3}), IntsAttr("axes", {-1})};
+  std::vector<kite::ops::SliceAxis> axes;
+  ASSERT_EQ(kite::abi::slice_of(v, "CUDA", &axes), "");
+  ASSERT_EQ(axes.size(), 2u);
+  ExpectAxis(axes[0], 0, 1, 3);
+  ExpectAxis(axes[1], 2, 1, 1);
+}
+
+TEST(AbiSliceOf, RefusesZeroStepsMismatchesAndComputedInputs) {
+  std::vector<kite::ops::SliceAxis> axes;
+  const std::vector<int64_t> one = {0}, two = {0, 1}, zero = {0};
+  const std::string step = kite::abi::slice_of(SliceNode({4}, one, one, {}, zero), "CUDA", &axes);
+  EXPECT_TRUE(Contains(step, "0 step")) << step;
+  EXPECT_EQ(kite::abi::slice_of(SliceNode({4, 4}, one, two, {}, {}), "CUDA", &axes),
+            "starts, ends, axes and steps differ in length");
+  kite::abi::NodeView computed = SliceNode({4}, one, one, {}, {});
+  computed.op.inputs[2].data = nullptr;
+  const std::string constant = kite::abi::slice_of(computed, "Vulkan", &axes);
+  EXPECT_TRUE(Contains(constant, "ends")) << constant;
+  EXPECT_TRUE(Contains(constant, "must be a constant on Vulkan")) << constant;
+}
+
+// ------------------------------------------------- check_skip_layer_norm --
+
+kite::abi::NodeView SkipLayerNorm(const Shape& a, const Shape& b, bool sum_output) {
+  kite::abi::NodeView v;
+  v.op.name = "ln";
+  v.op.op = "FusedSkipLayerNorm";
+  v.pattern = "Add+LayerNormalization";
+  v.op.inputs = {Tensor("a", a), Tensor("b", b), Tensor("scale", {a.back()})};
+  v.outputs = {Tensor("y", a)};
+  if (sum_output) v.outputs.push_back(Tensor("sum", a));
+  return v;
+}
+
+TEST(AbiSkipLayerNorm, AcceptsMatchingFloatInputsAndOutputs) {
+  EXPECT_EQ(kite::abi::check_skip_layer_norm(SkipLayerNorm({2, 8}, {2, 8}, false), "CUDA"), "");
+  EXPECT_EQ(kite::abi::check_skip_layer_norm(SkipLayerNorm({2, 8}, {2, 8}, true), "Vulkan"), "");
+  kite::abi::NodeView absent_sum = SkipLayerNorm({2, 8}, {2, 8}, true);
+  absent_sum.outputs[1] = Absent();
+  EXPECT_EQ(kite::abi::check_skip_layer_norm(absent_sum, "CUDA"), "");
+}
+
+TEST(AbiSkipLayerNorm, RefusesWhatTheKernelsCannotRun) {
+  EXPECT_EQ(kite::abi::check_skip_layer_norm(SkipLayerNorm({2, 8}, {1, 8}, false), "CUDA"),
+            "input 1 'b' must have the shape of input 0 'a'");
+  kite::abi::NodeView half = SkipLayerNorm({2, 8}, {2, 8}, false);
+  half.op.inputs[1].dtype = KITE_DTYPE_FLOAT16;
+  const std::string dtype = kite::abi::check_skip_layer_norm(half, "Vulkan");
+  EXPECT_TRUE(Contains(dtype, "input 1 'b' has dtype")) << dtype;
+  EXPECT_TRUE(Contains(dtype, "Vulkan")) << dtype;
+  kite::abi::NodeView no_a = SkipLayerNorm({2, 8}, {2, 8}, false);
+  no_a.op.inputs[0] = Absent();
+  EXPECT_EQ(kite::abi::check_skip_layer_norm(no_a, "CUDA"), "expects inputs a, b, scale [, bias]");
+  kite::abi::NodeView wrong_y = SkipLayerNorm({2, 8}, {2, 8}, true);
+  wrong_y.outputs[0].shape = {2, 4};
+  const std::string output = kite::abi::check_skip_layer_norm(wrong_y, "CUDA");
+  EXPECT_TRUE(Contains(output, "output 'y'")) << output;
+  kite::abi::NodeView other = SkipLayerNorm({2, 8}, {2, 8}, false);
+  other.pattern = "LayerNormalization";
+  EXPECT_EQ(kite::abi::check_skip_layer_norm(other, "CUDA"), "pattern 'LayerNormalization' is not Add+LayerNormalization");
+}
+
+// ------------------------------------------------------------- window_2d --
+
+kite::ops::WindowGeometry Geometry(Shape input, Shape output, Shape kernel, Shape strides, Shape dilations,
+                                   Shape pads_begin, Shape pads_end) {
+  kite::ops::WindowGeometry g;
+  g.input = std::move(input);
+  g.output = std::move(output);
+  g.kernel = std::move(kernel);
+  g.strides = std::move(strides);
+  g.dilations = std::move(dilations);
+  g.pads_begin = std::move(pads_begin);
+  g.pads_end = std::move(pads_end);
+  return g;
+}
+
+// The fields of a window: h, w, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw,
+// ph_end, pw_end.
+Shape Fields(const kite::abi::plan::Window2d& w) {
+  return {w.h, w.w, w.oh, w.ow, w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.ph, w.pw, w.ph_end, w.pw_end};
+}
+
+TEST(AbiWindow2d, TwoDimensionalWindowKeepsItsAxes) {
+  kite::abi::plan::Window2d w;
+  ASSERT_TRUE(kite::abi::plan::window_2d(Geometry({7, 9}, {4, 3}, {3, 2}, {2, 3}, {1, 2}, {1, 0}, {2, 1}), &w));
+  EXPECT_EQ(Fields(w), Shape({7, 9, 4, 3, 3, 2, 2, 3, 1, 2, 1, 0, 2, 1}));
+}
+
+TEST(AbiWindow2d, OneDimensionalWindowIsOneRowHigh) {
+  // Height 1: input, output, kernel, stride and dilation 1, no pads.
+  kite::abi::plan::Window2d w;
+  ASSERT_TRUE(kite::abi::plan::window_2d(Geometry({10}, {4}, {3}, {2}, {2}, {1}, {0}), &w));
+  EXPECT_EQ(Fields(w), Shape({1, 10, 1, 4, 1, 3, 1, 2, 1, 2, 0, 1, 0, 0}));
+}
+
+TEST(AbiWindow2d, OtherRanksAreRefused) {
+  kite::abi::plan::Window2d w;
+  EXPECT_FALSE(kite::abi::plan::window_2d(Geometry({2, 3, 4}, {2, 3, 4}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1},
+                                                   {0, 0, 0}, {0, 0, 0}),
+                                          &w));
+  EXPECT_FALSE(kite::abi::plan::window_2d(kite::ops::WindowGeometry{}, &w));
+}
+
+// ------------------------------------------------------- backend_options --
+
+TEST(AbiOptions, ReadsKeysAndValuesInOrder) {
+  const char* keys[] = {"lean", nullptr, "conv"};
+  const char* values[] = {"1", "x", nullptr};
+  kite_backend_create_info info{};
+  info.num_options = 3;
+  info.option_keys = keys;
+  info.option_values = values;
+  std::vector<kite::abi::BackendOption> options;
+  ASSERT_EQ(kite::abi::backend_options(&info, &options), "");
+  ASSERT_EQ(options.size(), 3u);
+  EXPECT_EQ(options[0].key, "lean");
+  EXPECT_EQ(options[0].value, "1");
+  EXPECT_EQ(options[1].key, "");
+  EXPECT_EQ(options[1].value, "x");
+  EXPECT_EQ(options[2].key, "conv");
+  EXPECT_EQ(options[2].value, "");
+  EXPECT_EQ(kite::abi::backend_options(nullptr, &options), "");
+  EXPECT_TRUE(options.empty());
+}
+
+TEST(AbiOptions, MalformedOptionsAreRefused) {
+  std::vector<kite::abi::BackendOption> options;
+  kite_backend_create_info negative{};
+  negative.num_options = -1;
+  EXPECT_EQ(kite::abi::backend_options(&negative, &options), "the backend options are malformed");
+  kite_backend_create_info no_arrays{};
+  no_arrays.num_options = 1;
+  EXPECT_EQ(kite::abi::backend_options(&no_arrays, &options), "the backend options are malformed");
 }
 
 }  // namespace

@@ -112,4 +112,74 @@ std::string device_attention_of(const NodeView& n, const char* backend, std::vec
   return why;
 }
 
+std::string perm_of(const NodeView& n, std::vector<int64_t>* out) {
+  const std::vector<int64_t> perm = n.op.attr_ints("perm", {});
+  const int64_t rank = static_cast<int64_t>(n.op.inputs[0].shape.size());
+  out->assign(static_cast<size_t>(rank), 0);
+  kite::ops::RuleError err;
+  if (!kite::ops::resolve_perm(rank, perm.empty() ? nullptr : perm.data(), static_cast<int64_t>(perm.size()),
+                               out->data(), &err)) {
+    return err.message;
+  }
+  return "";
+}
+
+std::string slice_of(const NodeView& n, const char* backend, std::vector<kite::ops::SliceAxis>* out) {
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (n.op.inputs.size() >= 3) {
+    for (size_t i = 1; i < n.op.inputs.size(); ++i) {
+      if (!n.op.has_input(i)) continue;
+      std::string why =
+          expect_constant(n, i, i == 1 ? "starts" : i == 2 ? "ends" : i == 3 ? "axes" : "steps", backend);
+      if (!why.empty()) return why;
+    }
+    starts = constant_ints(n.op.inputs[1]);
+    ends = constant_ints(n.op.inputs[2]);
+    if (n.op.has_input(3)) axes = constant_ints(n.op.inputs[3]);
+    if (n.op.has_input(4)) steps = constant_ints(n.op.inputs[4]);
+  } else {
+    starts = n.op.attr_ints("starts", {});
+    ends = n.op.attr_ints("ends", {});
+    axes = n.op.attr_ints("axes", {});
+  }
+  if (ends.size() != starts.size() || (!axes.empty() && axes.size() != starts.size()) ||
+      (!steps.empty() && steps.size() != starts.size())) {
+    return "starts, ends, axes and steps differ in length";
+  }
+  kite::ops::SliceSpec spec;
+  spec.starts = starts.data();
+  spec.ends = ends.data();
+  spec.axes = axes.empty() ? nullptr : axes.data();
+  spec.steps = steps.empty() ? nullptr : steps.data();
+  spec.count = static_cast<int64_t>(starts.size());
+  const std::vector<int64_t>& in = n.op.inputs[0].shape;
+  out->assign(in.size(), kite::ops::SliceAxis{});
+  kite::ops::RuleError err;
+  if (!kite::ops::resolve_slice(in.data(), static_cast<int64_t>(in.size()), spec, out->data(), &err)) {
+    return err.message;
+  }
+  return "";
+}
+
+std::string check_skip_layer_norm(const NodeView& n, const char* backend) {
+  if (n.pattern != "Add+LayerNormalization") return "pattern '" + n.pattern + "' is not Add+LayerNormalization";
+  if (n.op.inputs.size() < 3 || n.op.inputs.size() > 4 || !n.op.has_input(0) || !n.op.has_input(1) ||
+      !n.op.has_input(2)) {
+    return "expects inputs a, b, scale [, bias]";
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    std::string why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32}, backend);
+    if (!why.empty()) return why;
+  }
+  const std::vector<int64_t>& x = n.op.inputs[0].shape;
+  if (n.op.inputs[1].shape != x) return input_label(n, 1) + " must have the shape of " + input_label(n, 0);
+  if (n.outputs.empty() || n.outputs.size() > 2) return "expects outputs y [, a + b]";
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    if (k == 1 && !n.outputs[1].present) continue;  // a + b is optional
+    std::string why = kite::ops::expect_declared_output(n.outputs, k, KITE_DTYPE_FLOAT32, x);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
 }  // namespace kite::abi

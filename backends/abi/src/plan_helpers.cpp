@@ -28,4 +28,28 @@ std::string expect_output(const NodeView& n, size_t k, kite_dtype dtype, const S
   return kite::ops::expect_declared_output(n.outputs, k, dtype, shape);
 }
 
+bool window_2d(const kite::ops::WindowGeometry& g, Window2d* out) {
+  const size_t r = g.input.size();
+  if (r != 1 && r != 2) return false;
+  Window2d w;
+  if (r == 2) {
+    w.h = g.input[0];
+    w.oh = g.output[0];
+    w.kh = g.kernel[0];
+    w.sh = g.strides[0];
+    w.dh = g.dilations[0];
+    w.ph = g.pads_begin[0];
+    w.ph_end = g.pads_end[0];
+  }
+  w.w = g.input[r - 1];
+  w.ow = g.output[r - 1];
+  w.kw = g.kernel[r - 1];
+  w.sw = g.strides[r - 1];
+  w.dw = g.dilations[r - 1];
+  w.pw = g.pads_begin[r - 1];
+  w.pw_end = g.pads_end[r - 1];
+  *out = w;
+  return true;
+}
+
 }  // namespace kite::abi::plan

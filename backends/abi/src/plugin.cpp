@@ -37,6 +37,20 @@ std::string check_copy_ranges(uint64_t src_offset, uint64_t src_capacity, uint64
   return "";
 }
 
+std::string backend_options(const kite_backend_create_info* info, std::vector<BackendOption>* out) {
+  out->clear();
+  const int32_t count = info ? info->num_options : 0;
+  if (count < 0 || (count > 0 && (!info->option_keys || !info->option_values))) {
+    return "the backend options are malformed";
+  }
+  for (int32_t i = 0; i < count; ++i) {
+    const char* key = info->option_keys[i];
+    const char* value = info->option_values[i];
+    out->push_back(BackendOption{key ? key : "", value ? value : ""});
+  }
+  return "";
+}
+
 std::string parse_flag_option(const char* backend, const std::string& key, const std::string& value, bool* out) {
   if (value != "0" && value != "1") {
     return std::string(backend) + " backend option " + key + "=" + value + ": expected 0 or 1";

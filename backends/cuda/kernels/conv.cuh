@@ -92,13 +92,7 @@ KITE_KERNEL(kite_conv_igemm, ConvParams) {
       Bs[kk][col] = v;
     }
     __syncthreads();
-    for (int kk = 0; kk < 16; ++kk) {
-      float a[4], b[4];
-      for (int i = 0; i < 4; ++i) a[i] = As[kk][ty + 16 * i];
-      for (int j = 0; j < 4; ++j) b[j] = Bs[kk][tx + 16 * j];
-      for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
-    }
+    tile_fma(As, Bs, tx, ty, acc);
     __syncthreads();
   }
   for (int i = 0; i < 4; ++i) {

@@ -10,13 +10,8 @@ KITE_DEV void strided_copy(const CopyParams& p) {
   const T* src = reinterpret_cast<const T*>(p.src);
   T* dst = reinterpret_cast<T*>(p.dst);
   for (int64_t i = global_index(); i < p.n; i += grid_stride()) {
-    int64_t rest = i, s = 0, d = 0;
-    for (int k = p.rank - 1; k >= 0; --k) {
-      const int64_t c = rest % p.shape[k];
-      rest /= p.shape[k];
-      s += c * p.src_strides[k];
-      d += c * p.dst_strides[k];
-    }
+    int64_t s, d;
+    unravel2(i, p.rank, p.shape, p.src_strides, p.dst_strides, &s, &d);
     dst[d] = src[s];
   }
 }

@@ -34,6 +34,34 @@ KITE_DEV int64_t global_index() {
 }
 KITE_DEV int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
+// The element offsets of row-major index i of `shape` (rank dims) in two
+// strided layouts (element strides sa and sb).
+KITE_DEV void unravel2(int64_t i, int rank, const int32_t* shape, const int32_t* sa, const int32_t* sb,
+                       int64_t* a, int64_t* b) {
+  int64_t rest = i, ia = 0, ib = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    const int64_t c = rest % shape[d];
+    rest /= shape[d];
+    ia += c * sa[d];
+    ib += c * sb[d];
+  }
+  *a = ia;
+  *b = ib;
+}
+
+// The inner step of the 64x64 register tiles (kite_gemm_tiled,
+// kite_conv_igemm): 16 k of As (k x 64 rows) and Bs (k x 64 columns) into
+// this thread's 4x4 values, rows ty + 16 i and columns tx + 16 j.
+KITE_DEV void tile_fma(const float (&As)[16][64], const float (&Bs)[16][64], int tx, int ty, float (&acc)[4][4]) {
+  for (int kk = 0; kk < 16; ++kk) {
+    float a[4], b[4];
+    for (int i = 0; i < 4; ++i) a[i] = As[kk][ty + 16 * i];
+    for (int j = 0; j < 4; ++j) b[j] = Bs[kk][tx + 16 * j];
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
+  }
+}
+
 KITE_DEV float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += KITE_SHFL_XOR(v, o);
   return v;

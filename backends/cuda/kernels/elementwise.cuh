@@ -17,13 +17,8 @@ KITE_KERNEL(kite_binary, BinaryParams) {
       p.y[i] = kite_cuda::apply_binary(p.a[i], p.b[i], p.op);
       continue;
     }
-    int64_t rest = i, ia = 0, ib = 0;
-    for (int d = p.rank - 1; d >= 0; --d) {
-      const int64_t c = rest % p.shape[d];
-      rest /= p.shape[d];
-      ia += c * p.sa[d];
-      ib += c * p.sb[d];
-    }
+    int64_t ia, ib;
+    kite_cuda::unravel2(i, p.rank, p.shape, p.sa, p.sb, &ia, &ib);
     p.y[i] = kite_cuda::apply_binary(p.a[ia], p.b[ib], p.op);
   }
 }

@@ -63,13 +63,7 @@ KITE_KERNEL(kite_gemm_tiled, GemmParams) {
       Bs[kk][nn] = (n < p.N && k < p.K) ? B[static_cast<int64_t>(k) * p.sbk + static_cast<int64_t>(n) * p.sbn] : 0.0f;
     }
     __syncthreads();
-    for (int kk = 0; kk < 16; ++kk) {
-      float a[4], b[4];
-      for (int i = 0; i < 4; ++i) a[i] = As[kk][ty + 16 * i];
-      for (int j = 0; j < 4; ++j) b[j] = Bs[kk][tx + 16 * j];
-      for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
-    }
+    tile_fma(As, Bs, tx, ty, acc);
     __syncthreads();
   }
   for (int i = 0; i < 4; ++i) {

@@ -39,14 +39,12 @@ void Backend::log(int level, const std::string& message) const {
 }
 
 kite_status Backend::init(const kite_backend_create_info* info, std::string* err) {
-  const int32_t count = info ? info->num_options : 0;
-  if (count < 0 || (count > 0 && (!info->option_keys || !info->option_values))) {
-    *err = "the backend options are malformed";
-    return KITE_ERROR_INVALID_ARGUMENT;
-  }
-  for (int32_t i = 0; i < count; ++i) {
-    const std::string key = info->option_keys[i] ? info->option_keys[i] : "";
-    const std::string value = info->option_values[i] ? info->option_values[i] : "";
+  std::vector<abi::BackendOption> options;
+  *err = abi::backend_options(info, &options);
+  if (!err->empty()) return KITE_ERROR_INVALID_ARGUMENT;
+  for (const abi::BackendOption& option : options) {
+    const std::string& key = option.key;
+    const std::string& value = option.value;
     auto flag = [&](bool* out) {
       *err = abi::parse_flag_option("CUDA", key, value, out);
       return err->empty();

@@ -110,8 +110,8 @@ Device::~Device() {
   if (!drv_) return;
   {
     ContextScope scope(*this);
-    if (cudnn_ && cudnn_lib_) cudnn_lib_->Destroy(cudnn_);
-    if (lt_ && lt_lib_) lt_lib_->Destroy(lt_);
+    if (cudnn_.handle && cudnn_.lib) cudnn_.lib->Destroy(cudnn_.handle);
+    if (lt_.handle && lt_.lib) lt_.lib->Destroy(lt_.handle);
     if (module_) drv_->ModuleUnload(module_);
   }
   if (ctx_) drv_->DevicePrimaryCtxRelease(dev_);
@@ -131,64 +131,47 @@ void Device::log(int level, const std::string& message) const {
   if (log_) log_(log_user_, level, KITE_CUDA_BACKEND_NAME, message.c_str());
 }
 
-cudnnHandle_t Device::cudnn(const Cudnn** lib, std::string* why) {
+template <typename Lib, typename Handle, typename Status>
+Handle Device::lazy_handle(LazyHandle<Lib, Handle>* h, const Lib* (*load)(std::string*), Status success,
+                           const char* create, const char* name, uint64_t* bytes, const Lib** lib,
+                           std::string* why) {
 #ifdef KITE_CUDA_EMULATOR
-  if (why) *why = "the CUDA emulator has no cuDNN";
+  if (why) *why = std::string("the CUDA emulator has no ") + name;
   if (lib) *lib = nullptr;
   return nullptr;
 #endif
   std::lock_guard<std::mutex> lock(handles_mutex_);
-  if (!cudnn_tried_) {
-    cudnn_tried_ = true;
-    const Cudnn* l = cudnn_library(&cudnn_error_);
+  if (!h->tried) {
+    h->tried = true;
+    const Lib* l = load(&h->error);
     if (l) {
       ContextScope scope(*this);
       const uint64_t before = free_bytes();
-      const cudnnStatus_t s = l->Create(&cudnn_);
-      if (s != CUDNN_STATUS_SUCCESS) {
-        cudnn_ = nullptr;
-        cudnn_error_ = l->describe(s, "cudnnCreate");
+      const Status s = l->Create(&h->handle);
+      if (s != success) {
+        h->handle = nullptr;
+        h->error = l->describe(s, create);
       } else {
-        cudnn_lib_ = l;
+        h->lib = l;
         const uint64_t after = free_bytes();
-        if (before > after) memory_.cudnn_handle = before - after;
-        log(KITE_LOG_INFO, "cuDNN " + std::to_string(l->version) + " from " + l->library);
+        if (before > after) *bytes = before - after;
+        log(KITE_LOG_INFO, std::string(name) + " " + std::to_string(l->version) + " from " + l->library);
       }
     }
   }
-  if (!cudnn_ && why) *why = cudnn_error_;
-  if (lib) *lib = cudnn_lib_;
-  return cudnn_;
+  if (!h->handle && why) *why = h->error;
+  if (lib) *lib = h->lib;
+  return h->handle;
+}
+
+cudnnHandle_t Device::cudnn(const Cudnn** lib, std::string* why) {
+  return lazy_handle(&cudnn_, cudnn_library, CUDNN_STATUS_SUCCESS, "cudnnCreate", "cuDNN", &memory_.cudnn_handle,
+                     lib, why);
 }
 
 cublasLtHandle_t Device::cublaslt(const CublasLt** lib, std::string* why) {
-#ifdef KITE_CUDA_EMULATOR
-  if (why) *why = "the CUDA emulator has no cuBLASLt";
-  if (lib) *lib = nullptr;
-  return nullptr;
-#endif
-  std::lock_guard<std::mutex> lock(handles_mutex_);
-  if (!lt_tried_) {
-    lt_tried_ = true;
-    const CublasLt* l = cublaslt_library(&lt_error_);
-    if (l) {
-      ContextScope scope(*this);
-      const uint64_t before = free_bytes();
-      const cublasStatus_t s = l->Create(&lt_);
-      if (s != CUBLAS_STATUS_SUCCESS) {
-        lt_ = nullptr;
-        lt_error_ = l->describe(s, "cublasLtCreate");
-      } else {
-        lt_lib_ = l;
-        const uint64_t after = free_bytes();
-        if (before > after) memory_.cublaslt_handle = before - after;
-        log(KITE_LOG_INFO, "cuBLASLt " + std::to_string(l->version) + " from " + l->library);
-      }
-    }
-  }
-  if (!lt_ && why) *why = lt_error_;
-  if (lib) *lib = lt_lib_;
-  return lt_;
+  return lazy_handle(&lt_, cublaslt_library, CUBLAS_STATUS_SUCCESS, "cublasLtCreate", "cuBLASLt",
+                     &memory_.cublaslt_handle, lib, why);
 }
 
 }  // namespace kite::cuda

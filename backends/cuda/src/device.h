@@ -80,16 +80,28 @@ class Device {
   void* log_user_ = nullptr;
   std::atomic<bool> lost_{false};
 
+  // A library handle made on the first call: the library, its handle
+  // (null with error when either failed), tried once.
+  template <typename Lib, typename Handle>
+  struct LazyHandle {
+    Handle handle = nullptr;
+    const Lib* lib = nullptr;
+    std::string error;
+    bool tried = false;
+  };
+  // The handle of h: the first call loads the library with load(),
+  // creates its handle with lib->Create (`create` names that call in the
+  // error, `name` the library in the log line and the emulator's refusal)
+  // and records the device memory that took in *bytes. Null with why when
+  // there is none.
+  template <typename Lib, typename Handle, typename Status>
+  Handle lazy_handle(LazyHandle<Lib, Handle>* h, const Lib* (*load)(std::string*), Status success,
+                     const char* create, const char* name, uint64_t* bytes, const Lib** lib, std::string* why);
+
   mutable std::mutex handles_mutex_;
   std::mutex cudnn_mutex_;
-  cudnnHandle_t cudnn_ = nullptr;
-  const Cudnn* cudnn_lib_ = nullptr;
-  std::string cudnn_error_;
-  bool cudnn_tried_ = false;
-  cublasLtHandle_t lt_ = nullptr;
-  const CublasLt* lt_lib_ = nullptr;
-  std::string lt_error_;
-  bool lt_tried_ = false;
+  LazyHandle<Cudnn, cudnnHandle_t> cudnn_;
+  LazyHandle<CublasLt, cublasLtHandle_t> lt_;
 };
 
 // Makes the device's context current on this thread for a scope and

@@ -31,26 +31,26 @@ std::string plan_conv_node(const NodeView& n, const PlanContext& ctx, Kernel* k,
   const Shape& x = n.in_shape(0);
   const Shape& w = n.in_shape(1);
   if (x.size() != 3 && x.size() != 4) return "a " + std::to_string(x.size() - 2) + "-D convolution (CUDA runs 1-D and 2-D)";
-  const bool one_d = x.size() == 3;
+  Window2d win;
+  if (!window_2d(g, &win)) return "the window is not 1-D or 2-D";
   ConvShape s;
   s.n = static_cast<int>(x[0]);
   s.c = static_cast<int>(x[1]);
-  s.h = one_d ? 1 : static_cast<int>(x[2]);
-  s.w = static_cast<int>(x.back());
+  s.h = static_cast<int>(win.h);
+  s.w = static_cast<int>(win.w);
   s.m = static_cast<int>(w[0]);
-  s.kh = one_d ? 1 : static_cast<int>(g.kernel[0]);
-  s.kw = static_cast<int>(g.kernel.back());
-  s.oh = one_d ? 1 : static_cast<int>(g.output[0]);
-  s.ow = static_cast<int>(g.output.back());
-  s.sh = one_d ? 1 : static_cast<int>(g.strides[0]);
-  s.sw = static_cast<int>(g.strides.back());
-  s.dh = one_d ? 1 : static_cast<int>(g.dilations[0]);
-  s.dw = static_cast<int>(g.dilations.back());
-  s.ph = one_d ? 0 : static_cast<int>(g.pads_begin[0]);
-  s.pw = static_cast<int>(g.pads_begin.back());
+  s.kh = static_cast<int>(win.kh);
+  s.kw = static_cast<int>(win.kw);
+  s.oh = static_cast<int>(win.oh);
+  s.ow = static_cast<int>(win.ow);
+  s.sh = static_cast<int>(win.sh);
+  s.sw = static_cast<int>(win.sw);
+  s.dh = static_cast<int>(win.dh);
+  s.dw = static_cast<int>(win.dw);
+  s.ph = static_cast<int>(win.ph);
+  s.pw = static_cast<int>(win.pw);
   s.groups = static_cast<int>(g.group);
-  const bool asymmetric = one_d ? g.pads_begin[0] != g.pads_end[0]
-                                : (g.pads_begin[0] != g.pads_end[0] || g.pads_begin[1] != g.pads_end[1]);
+  const bool asymmetric = win.ph != win.ph_end || win.pw != win.pw_end;
   const bool has_bias = conv.has_input(2);
   const kite_backend_tensor2* bias = has_bias ? n.in(2) : nullptr;
   const int64_t out_count = numel(n.out_shape(0));
@@ -113,23 +113,7 @@ std::string plan_conv_node(const NodeView& n, const PlanContext& ctx, Kernel* k,
     }
     lib.how = fused ? "cuDNN conv + bias + ReLU" : "cuDNN conv + own bias/activation";
   }
-  const bool forced = b.options().conv == "cudnn";
-  if (!call) {
-    if (forced) return "cuDNN: " + cudnn_why;
-    b.log(KITE_LOG_INFO, k->label + ": cuDNN declined (" + cudnn_why + "); own kernel");
-    k->steps = std::move(own.steps);
-    k->how = own.how;
-    return "";
-  }
-  const float own_ms = forced ? -1.0f : b.measure(own.steps);
-  const bool use_own = !forced && own_ms >= 0.0f && (cudnn_ms < 0.0f || own_ms < cudnn_ms);
-  Kernel& pick = use_own ? own : lib;
-  k->steps = std::move(pick.steps);
-  k->how = pick.how;
-  char line[256];
-  std::snprintf(line, sizeof line, "%s: %s (cuDNN %.3f ms, own %.3f ms)", k->label.c_str(), k->how.c_str(), cudnn_ms, own_ms);
-  b.log(KITE_LOG_DEBUG, line);
-  return "";
+  return pick_faster(b, k, &own, &lib, call != nullptr, cudnn_why, b.options().conv == "cudnn", cudnn_ms, "cuDNN");
 }
 
 }  // namespace

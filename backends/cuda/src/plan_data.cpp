@@ -35,16 +35,12 @@ std::string plan_transpose(const NodeView& n, const PlanContext&, Kernel* k) {
   std::string why = word_sized(n, 0);
   if (!why.empty()) return why;
   const Shape& in = n.in_shape(0);
-  const int64_t rank = static_cast<int64_t>(in.size());
-  Shape perm = n.op.attr_ints("perm", {});
-  if (perm.empty()) {
-    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
-  }
-  if (static_cast<int64_t>(perm.size()) != rank) return "perm has the wrong length";
+  Shape perm;
+  why = abi::perm_of(n, &perm);
+  if (!why.empty()) return why;
   const Shape in_strides = strides_of(in);
   Shape out_shape, src;
   for (int64_t p : perm) {
-    if (p < 0 || p >= rank) return "perm entry out of range";
     out_shape.push_back(in[static_cast<size_t>(p)]);
     src.push_back(in_strides[static_cast<size_t>(p)]);
   }
@@ -99,41 +95,13 @@ std::string plan_slice(const NodeView& n, const PlanContext&, Kernel* k) {
   std::string why = word_sized(n, 0);
   if (!why.empty()) return why;
   const Shape& in = n.in_shape(0);
-  const int64_t rank = static_cast<int64_t>(in.size());
-  std::vector<int64_t> starts, ends, axes, steps;
-  if (n.op.inputs.size() >= 3) {
-    for (size_t i = 1; i < n.op.inputs.size(); ++i) {
-      if (!n.op.has_input(i)) continue;
-      why = expect_constant(n, i, i == 1 ? "starts" : i == 2 ? "ends" : i == 3 ? "axes" : "steps");
-      if (!why.empty()) return why;
-    }
-    starts = constant_ints(n.op.inputs[1]);
-    ends = constant_ints(n.op.inputs[2]);
-    if (n.op.has_input(3)) axes = constant_ints(n.op.inputs[3]);
-    if (n.op.has_input(4)) steps = constant_ints(n.op.inputs[4]);
-  } else {
-    starts = n.op.attr_ints("starts", {});
-    ends = n.op.attr_ints("ends", {});
-    axes = n.op.attr_ints("axes", {});
-  }
-  if (starts.size() != ends.size()) return "starts and ends differ in length";
-  if (axes.empty()) {
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  }
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (axes.size() != starts.size() || steps.size() != starts.size()) return "starts, ends, axes and steps differ in length";
+  std::vector<kite::ops::SliceAxis> axes;
+  why = abi::slice_of(n, "CUDA", &axes);
+  if (!why.empty()) return why;
   Shape first(in.size(), 0), step(in.size(), 1);
-  for (size_t i = 0; i < starts.size(); ++i) {
-    const int64_t a = normalize_axis(axes[i], rank);
-    if (a < 0) return "axes entry is out of range";
-    const int64_t d = in[static_cast<size_t>(a)];
-    const int64_t t = steps[i];
-    if (t == 0) return "a step is 0";
-    int64_t s = starts[i];
-    if (s < 0) s += d;
-    s = t > 0 ? std::min(std::max<int64_t>(s, 0), d) : std::min(std::max<int64_t>(s, 0), d - 1);
-    first[static_cast<size_t>(a)] = s;
-    step[static_cast<size_t>(a)] = t;
+  for (size_t d = 0; d < in.size(); ++d) {
+    first[d] = axes[d].start;
+    step[d] = axes[d].step;
   }
   const Shape& out = n.out_shape(0);
   if (out.size() != in.size()) return "output rank differs from the input's";
@@ -158,14 +126,12 @@ std::string plan_expand(const NodeView& n, const PlanContext&, Kernel* k) {
   const Shape& in = n.in_shape(0);
   const Shape& out = n.out_shape(0);
   if (in.size() > out.size()) return "the input has more dims than the output";
-  Shape src(out.size(), 0);
-  const Shape in_strides = strides_of(in);
   for (size_t k2 = 0; k2 < in.size(); ++k2) {
     const size_t d = in.size() - 1 - k2, o = out.size() - 1 - k2;
     if (in[d] != 1 && in[d] != out[o]) return "the input does not broadcast to the output";
-    src[o] = in[d] == 1 ? 0 : in_strides[d];
   }
-  return add_strided_copy(k, n.in(0), 0, n.out(0), 0, out, src, strides_of(out), elem_size(n, 0));
+  return add_strided_copy(k, n.in(0), 0, n.out(0), 0, out, broadcast_strides(in, out), strides_of(out),
+                          elem_size(n, 0));
 }
 
 std::string plan_gather(const NodeView& n, const PlanContext&, Kernel* k) {

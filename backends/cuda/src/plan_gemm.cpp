@@ -66,14 +66,7 @@ std::string finish(const NodeView& n, const PlanContext& ctx, Kernel* k, const P
   std::string why;
   auto call = make_lt_matmul(b, s, a, bb, pr.bias && pr.bias_is_full && !row_bias ? &bias : nullptr,
                              row_bias ? &bias : nullptr, y, &lt_ms, &why);
-  const bool forced = b.options().gemm == "cublaslt";
-  if (!call) {
-    if (forced) return "cuBLASLt: " + why;
-    b.log(KITE_LOG_INFO, k->label + ": cuBLASLt declined (" + why + "); own kernel");
-    k->steps = std::move(own.steps);
-    k->how = own.how;
-    return "";
-  }
+  if (!call) return pick_faster(b, k, &own, nullptr, false, why, b.options().gemm == "cublaslt", lt_ms, "cuBLASLt");
   Kernel lib;
   Step st;
   st.kind = Step::Kind::kLibrary;
@@ -88,15 +81,7 @@ std::string finish(const NodeView& n, const PlanContext& ctx, Kernel* k, const P
   } else if (s.epilogue > 0) {
     lib.how = s.epilogue == 1 ? "cuBLASLt + bias epilogue" : s.epilogue == 2 ? "cuBLASLt + bias/ReLU epilogue" : "cuBLASLt + bias/GELU epilogue";
   }
-  const float own_ms = forced ? -1.0f : b.measure(own.steps);
-  const bool use_own = !forced && own_ms >= 0.0f && (lt_ms < 0.0f || own_ms < lt_ms);
-  Kernel& pick = use_own ? own : lib;
-  k->steps = std::move(pick.steps);
-  k->how = pick.how;
-  char line[256];
-  std::snprintf(line, sizeof line, "%s: %s (cuBLASLt %.3f ms, own %.3f ms)", k->label.c_str(), k->how.c_str(), lt_ms, own_ms);
-  b.log(KITE_LOG_DEBUG, line);
-  return "";
+  return pick_faster(b, k, &own, &lib, true, why, b.options().gemm == "cublaslt", lt_ms, "cuBLASLt");
 }
 
 // MatMul's operands and batch structure (numpy rules, broadcasting).

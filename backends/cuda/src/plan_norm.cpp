@@ -108,22 +108,8 @@ std::string plan_fused_layer_norm(const NodeView& n, const PlanContext&, Kernel*
 }
 
 std::string plan_fused_skip_layer_norm(const NodeView& n, const PlanContext&, Kernel* k) {
-  if (n.pattern != "Add+LayerNormalization") return "pattern '" + n.pattern + "' is not Add+LayerNormalization";
-  if (n.op.inputs.size() < 3 || n.op.inputs.size() > 4 || !n.op.has_input(1) || !n.op.has_input(2)) {
-    return "expects inputs a, b, scale [, bias]";
-  }
-  for (size_t i = 0; i < 2; ++i) {
-    std::string why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32});
-    if (!why.empty()) return why;
-  }
-  const Shape& x = n.in_shape(0);
-  if (n.in_shape(1) != x) return input_label(n, 1) + " must have the shape of " + input_label(n, 0);
-  if (n.outputs.empty() || n.outputs.size() > 2) return "expects outputs y [, a + b]";
-  for (size_t o = 0; o < n.outputs.size(); ++o) {
-    if (o == 1 && !n.outputs[1].present) continue;
-    std::string why = expect_output(n, o, KITE_DTYPE_FLOAT32, x);
-    if (!why.empty()) return why;
-  }
+  std::string why = abi::check_skip_layer_norm(n, "CUDA");
+  if (!why.empty()) return why;
   const kite_backend_tensor2* sum = n.outputs.size() > 1 && n.outputs[1].present ? n.out(1) : nullptr;
   return layer_norm(n, k, 0, n.in(1), sum);
 }

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
+#include "backend.h"
 #include "kite/abi/device_rules.h"
 #include "kite/ops/fused.h"
 
@@ -135,6 +137,27 @@ void add_own_gemm(Kernel* k, const kite_backend_tensor2* a, const kite_backend_t
     s = &add_launch(k, KernelId::kite_gemm_simple, p, binds, blocks_for(g.M * g.N * batches), 1, 1, kite_cuda::kBlock);
   }
   if (bias) s->fixups.push_back(Fixup{static_cast<uint32_t>(offsetof(GemmParams, bias)), tensor_operand(bias)});
+}
+
+std::string pick_faster(Backend& b, Kernel* k, Kernel* own, Kernel* lib, bool lib_ok, const std::string& lib_why,
+                        bool forced, float lib_ms, const char* lib_name) {
+  if (!lib_ok) {
+    if (forced) return std::string(lib_name) + ": " + lib_why;
+    b.log(KITE_LOG_INFO, k->label + ": " + lib_name + " declined (" + lib_why + "); own kernel");
+    k->steps = std::move(own->steps);
+    k->how = own->how;
+    return "";
+  }
+  const float own_ms = forced ? -1.0f : b.measure(own->steps);
+  const bool use_own = !forced && own_ms >= 0.0f && (lib_ms < 0.0f || own_ms < lib_ms);
+  Kernel& pick = use_own ? *own : *lib;
+  k->steps = std::move(pick.steps);
+  k->how = pick.how;
+  char line[256];
+  std::snprintf(line, sizeof line, "%s: %s (%s %.3f ms, own %.3f ms)", k->label.c_str(), k->how.c_str(), lib_name,
+                lib_ms, own_ms);
+  b.log(KITE_LOG_DEBUG, line);
+  return "";
 }
 
 }  // namespace kite::cuda

@@ -35,14 +35,12 @@ Backend::Backend(Device* device, const kite_backend_create_info* info)
 }
 
 kite_status Backend::init(const kite_backend_create_info* info, std::string* err) {
-  const int32_t count = info ? info->num_options : 0;
-  if (count < 0 || (count > 0 && (!info->option_keys || !info->option_values))) {
-    *err = "the backend options are malformed";
-    return KITE_ERROR_INVALID_ARGUMENT;
-  }
-  for (int32_t i = 0; i < count; ++i) {
-    const std::string key = info->option_keys[i] ? info->option_keys[i] : "";
-    const std::string value = info->option_values[i] ? info->option_values[i] : "";
+  std::vector<abi::BackendOption> options;
+  *err = abi::backend_options(info, &options);
+  if (!err->empty()) return KITE_ERROR_INVALID_ARGUMENT;
+  for (const abi::BackendOption& option : options) {
+    const std::string& key = option.key;
+    const std::string& value = option.value;
     if (key == "kernels") {
       if (value != "tiled" && value != "lanes" && value != "auto") {
         *err = "Vulkan backend option kernels=" + value + ": expected tiled, lanes or auto";
@@ -51,11 +49,9 @@ kite_status Backend::init(const kite_backend_create_info* info, std::string* err
       if (value != "auto") lanes_ = value == "lanes";
       continue;
     }
-    if (value != "0" && value != "1") {
-      *err = "Vulkan backend option " + key + "=" + value + ": expected 0 or 1";
-      return KITE_ERROR_INVALID_ARGUMENT;
-    }
-    const bool on = value == "1";
+    bool on = false;
+    *err = abi::parse_flag_option("Vulkan", key, value, &on);
+    if (!err->empty()) return KITE_ERROR_INVALID_ARGUMENT;
     if (key == "unified") {
       // unified=0: the discrete-GPU path (device-local buffers, staging
       // copies) even where the memory is shared; unified=1 where it is not

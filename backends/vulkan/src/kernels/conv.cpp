@@ -21,21 +21,16 @@ std::string plan_conv_core(const NodeView& n, const OpNode& conv, const PlanCont
   kite::ops::WindowGeometry g;
   std::string err;
   if (!kite::ops::window_geometry(conv, &g, &err)) return err;
-  const size_t r = g.input.size();
-  if (r < 1 || r > 2) return "the Vulkan Conv takes 1 or 2 spatial dims, not " + std::to_string(r);
+  Window2d win;  // 1-D as 2-D with H = 1
+  if (!window_2d(g, &win)) return "the Vulkan Conv takes 1 or 2 spatial dims, not " + std::to_string(g.input.size());
   const Shape& x = conv.inputs[0].shape;
   const Shape& w = conv.inputs[1].shape;
   const int64_t batch = x[0], cin = x[1], cout = w[0];
   const int64_t group = g.group;
   if (group <= 0 || cin % group != 0 || cout % group != 0) return "channels do not divide into groups";
-  // 1-D as 2-D with H = 1.
-  const int64_t H = r == 2 ? g.input[0] : 1, W = g.input[r - 1];
-  const int64_t OH = r == 2 ? g.output[0] : 1, OW = g.output[r - 1];
-  const int64_t KH = r == 2 ? g.kernel[0] : 1, KW = g.kernel[r - 1];
-  const int64_t sh = r == 2 ? g.strides[0] : 1, sw = g.strides[r - 1];
-  const int64_t dh = r == 2 ? g.dilations[0] : 1, dw = g.dilations[r - 1];
-  const int64_t ph = r == 2 ? g.pads_begin[0] : 0, pw = g.pads_begin[r - 1];
-  const int64_t pe_h = r == 2 ? g.pads_end[0] : 0, pe_w = g.pads_end[r - 1];
+  const int64_t H = win.h, W = win.w, OH = win.oh, OW = win.ow, KH = win.kh, KW = win.kw;
+  const int64_t sh = win.sh, sw = win.sw, dh = win.dh, dw = win.dw;
+  const int64_t ph = win.ph, pw = win.pw, pe_h = win.ph_end, pe_w = win.pw_end;
   const uint64_t in_elems = static_cast<uint64_t>(numel(x));
   const uint64_t out_elems = static_cast<uint64_t>(batch * cout * OH * OW);
   if (in_elems > UINT32_MAX || out_elems > UINT32_MAX || static_cast<uint64_t>(numel(w)) > UINT32_MAX) {

@@ -95,16 +95,13 @@ std::string plan_transpose(const NodeView& n, const PlanContext& ctx, Kernel* k)
   if (!why.empty()) return why;
   const Shape& in = n.in_shape(0);
   const int64_t r = static_cast<int64_t>(in.size());
-  Shape perm = n.op.attr_ints("perm", {});
-  if (perm.empty()) {
-    for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
-  }
-  if (static_cast<int64_t>(perm.size()) != r) return "perm has the wrong length";
+  Shape perm;
+  why = abi::perm_of(n, &perm);
+  if (!why.empty()) return why;
   const Shape in_strides = contiguous_strides(in);
   Shape dims(static_cast<size_t>(r)), ss(static_cast<size_t>(r));
   for (int64_t i = 0; i < r; ++i) {
     const int64_t p = perm[static_cast<size_t>(i)];
-    if (p < 0 || p >= r) return "perm entry out of range";
     dims[static_cast<size_t>(i)] = in[static_cast<size_t>(p)];
     ss[static_cast<size_t>(i)] = in_strides[static_cast<size_t>(p)];
   }
@@ -164,41 +161,13 @@ std::string plan_slice(const NodeView& n, const PlanContext& ctx, Kernel* k) {
   if (!why.empty()) return why;
   const Shape& in = n.in_shape(0);
   const int64_t r = static_cast<int64_t>(in.size());
-  Shape starts, ends, axes, steps;
-  if (n.op.inputs.size() >= 3) {
-    for (size_t i = 1; i < n.op.inputs.size(); ++i) {
-      if (!n.op.has_input(i)) continue;
-      why = expect_constant(n, i, i == 1 ? "starts" : i == 2 ? "ends" : i == 3 ? "axes" : "steps");
-      if (!why.empty()) return why;
-    }
-    starts = constant_ints(n.op.inputs[1]);
-    ends = constant_ints(n.op.inputs[2]);
-    if (n.op.has_input(3)) axes = constant_ints(n.op.inputs[3]);
-    if (n.op.has_input(4)) steps = constant_ints(n.op.inputs[4]);
-  } else {
-    starts = n.op.attr_ints("starts", {});
-    ends = n.op.attr_ints("ends", {});
-    axes = n.op.attr_ints("axes", {});
-  }
-  if (axes.empty()) {
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  }
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
-    return "starts, ends, axes and steps differ in length";
-  }
+  std::vector<kite::ops::SliceAxis> axes;
+  why = abi::slice_of(n, "Vulkan", &axes);
+  if (!why.empty()) return why;
   Shape start(static_cast<size_t>(r), 0), step(static_cast<size_t>(r), 1);
-  for (size_t i = 0; i < starts.size(); ++i) {
-    const int64_t a = normalize_axis(axes[i], r);
-    if (a < 0) return "axes entry is out of range";
-    const int64_t dim = in[static_cast<size_t>(a)];
-    const int64_t st = steps[i];
-    if (st == 0) return "steps must not be 0";
-    int64_t s = starts[i];
-    if (s < 0) s += dim;
-    s = st > 0 ? std::clamp<int64_t>(s, 0, dim) : std::clamp<int64_t>(s, 0, std::max<int64_t>(dim - 1, 0));
-    start[static_cast<size_t>(a)] = s;
-    step[static_cast<size_t>(a)] = st;
+  for (size_t d = 0; d < static_cast<size_t>(r); ++d) {
+    start[d] = axes[d].start;
+    step[d] = axes[d].step;
   }
   const Shape in_strides = contiguous_strides(in);
   const Shape& out = n.out_shape(0);
@@ -221,13 +190,8 @@ std::string plan_expand(const NodeView& n, const PlanContext& ctx, Kernel* k) {
   const Shape& in = n.in_shape(0);
   const Shape& out = n.out_shape(0);
   if (in.size() > out.size()) return "Expand's input has more dims than its output";
-  Shape ss(out.size(), 0);
-  const Shape in_strides = contiguous_strides(in);
-  for (size_t kdim = 0; kdim < in.size(); ++kdim) {
-    const size_t d = in.size() - 1 - kdim, o = out.size() - 1 - kdim;
-    ss[o] = in[d] == 1 ? 0 : in_strides[d];
-  }
-  return add_strided_copy(k, ctx, n.in(0), 0, n.out(0), 0, out, ss, contiguous_strides(out), words, false);
+  return add_strided_copy(k, ctx, n.in(0), 0, n.out(0), 0, out, broadcast_strides(in, out), contiguous_strides(out),
+                          words, false);
 }
 
 std::string plan_gather(const NodeView& n, const PlanContext& ctx, Kernel* k) {

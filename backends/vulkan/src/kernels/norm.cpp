@@ -106,27 +106,8 @@ std::string plan_fused_layer_norm(const NodeView& n, const PlanContext& ctx, Ker
 }
 
 std::string plan_fused_skip_layer_norm(const NodeView& n, const PlanContext& ctx, Kernel* k) {
-  if (n.pattern != "Add+LayerNormalization") return "pattern '" + n.pattern + "' is not Add+LayerNormalization";
-  if (n.op.inputs.size() < 3 || n.op.inputs.size() > 4 || !n.op.has_input(0) || !n.op.has_input(1) ||
-      !n.op.has_input(2)) {
-    return "expects inputs a, b, scale [, bias]";
-  }
-  for (size_t i = 0; i < 2; ++i) {
-    std::string why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32});
-    if (!why.empty()) return why;
-  }
-  const Shape& x = n.in_shape(0);
-  if (n.in_shape(1) != x) return input_label(n, 1) + " does not have the shape of " + input_label(n, 0);
-  if (n.outputs.empty() || n.outputs.size() > 2) return "expects outputs y [, a + b]";
-  for (size_t i = 0; i < n.outputs.size(); ++i) {
-    if (!n.outputs[i].present) {
-      if (i == 0) return "output y is missing";
-      continue;
-    }
-    if (n.outputs[i].dtype != KITE_DTYPE_FLOAT32 || n.outputs[i].shape != x) {
-      return "output '" + n.outputs[i].name + "' must be float32 " + kite::ops::shape_string(x);
-    }
-  }
+  std::string why = abi::check_skip_layer_norm(n, "Vulkan");
+  if (!why.empty()) return why;
   const kite_backend_tensor2* sum = n.outputs.size() > 1 && n.outputs[1].present ? n.out(1) : nullptr;
   return add_layer_norm(n, ctx, k, 0, n.in(1), 2, n.op.has_input(3) ? n.in(3) : nullptr, sum);
 }

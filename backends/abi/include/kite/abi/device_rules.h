@@ -1,6 +1,7 @@
 // Rules the device backends (Vulkan, CUDA) apply alike when they plan a
 // node: how a strided index space collapses for a kernel of bounded rank,
-// and which Resize and fused Attention their kernels run. One home, so the backends cannot
+// which Resize, Transpose, Slice and fused Attention their kernels run, and the
+// checks of a fused Add+LayerNormalization. One home, so the backends cannot
 // drift apart.
 #pragma once
 
@@ -45,5 +46,22 @@ std::string inner_resize_of(const NodeView& n, const char* backend, InnerResize*
 // output's [.., S, Dv], or why `backend` cannot run the node.
 std::string device_attention_of(const NodeView& n, const char* backend, std::vector<int64_t>* scores,
                                 std::vector<int64_t>* out);
+
+// Transpose's perm: attribute perm (absent: the dims reversed), a
+// permutation of input 0's dims by the op rule (kite::ops::resolve_perm).
+// "" and *out, or why not.
+std::string perm_of(const NodeView& n, std::vector<int64_t>* out);
+
+// Slice as the device kernels run it: starts, ends, axes and steps from
+// inputs 1-4 (opset 10+, each a constant) or the attributes (before opset
+// 10), resolved over input 0 by the op rule (kite::ops::resolve_slice): one
+// SliceAxis per input dim. "" and *out, or why `backend` cannot run the
+// node.
+std::string slice_of(const NodeView& n, const char* backend, std::vector<kite::ops::SliceAxis>* out);
+
+// The checks of a fused Add+LayerNormalization (inputs a, b, scale
+// [, bias]; outputs y [, a + b]): a and b float32 of one shape, each
+// output float32 of that shape. "" or why `backend` cannot run the node.
+std::string check_skip_layer_norm(const NodeView& n, const char* backend);
 
 }  // namespace kite::abi

@@ -11,6 +11,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "kite/backend.h"
 
@@ -39,6 +40,17 @@ std::string check_tensor_range(const char* what, const kite_backend_tensor2& t, 
 // "" when copy_buffer's source and target ranges lie in their buffers.
 std::string check_copy_ranges(uint64_t src_offset, uint64_t src_capacity, uint64_t dst_offset,
                               uint64_t dst_capacity, uint64_t size);
+
+// One backend option of kite_backend_create_info (a NULL key or value
+// reads as "").
+struct BackendOption {
+  std::string key;
+  std::string value;
+};
+// The options of info (none when info is NULL), in order: "" or "the
+// backend options are malformed" (a negative count, or options without
+// their arrays).
+std::string backend_options(const kite_backend_create_info* info, std::vector<BackendOption>* out);
 
 // A backend option that takes 0 or 1: "" and *out, or
 // "<backend> backend option <key>=<value>: expected 0 or 1".
