@@ -424,38 +424,22 @@ CUresult emu_EventElapsedTime(float* ms, CUevent a, CUevent b) {
   return CUDA_SUCCESS;
 }
 
-struct Loaded {
-  Driver driver;
-  std::string error;
-  bool ok = false;
-};
-
-Loaded load() {
-  Loaded out;
-  Driver& d = out.driver;
+Loaded<Driver> load() {
+  Loaded<Driver> out;
+  Driver& d = out.table;
   d.library = "the Kite CUDA emulator";
 #define KITE_EMU_SET(member, symbol, ret, params) d.member = emu_##member;
   KITE_CUDA_DRIVER_FUNCTIONS(KITE_EMU_SET)
 #undef KITE_EMU_SET
-  const CUresult r = d.Init(0);
-  if (r != CUDA_SUCCESS) {
-    out.error = "cuInit found no CUDA device (" + d.describe(r, "cuInit") + ")";
-    return out;
-  }
-  d.DriverGetVersion(&d.version);
-  out.ok = true;
+  finish_driver_load(&out);
   return out;
 }
 
 }  // namespace
 
 const Driver* driver(std::string* why) {
-  static const Loaded loaded = load();
-  if (!loaded.ok) {
-    if (why) *why = loaded.error;
-    return nullptr;
-  }
-  return &loaded.driver;
+  static const Loaded<Driver> loaded = load();
+  return loaded_or(loaded, why);
 }
 
 // Test hooks: an application's stream of the emulated device (for

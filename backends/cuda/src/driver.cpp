@@ -38,17 +38,23 @@ bool is_sticky(CUresult r) {
   }
 }
 
+void finish_driver_load(Loaded<Driver>* out) {
+  Driver& d = out->table;
+  const CUresult r = d.Init(0);
+  if (r != CUDA_SUCCESS) {
+    out->error = r == CUDA_ERROR_NO_DEVICE ? "cuInit found no CUDA device (" + d.describe(r, "cuInit") + ")"
+                                           : d.describe(r, "cuInit");
+    return;
+  }
+  d.DriverGetVersion(&d.version);
+  out->ok = true;
+}
+
 #ifndef KITE_CUDA_EMULATOR
 namespace {
 
-struct Loaded {
-  Driver driver;
-  std::string error;
-  bool ok = false;
-};
-
-Loaded load() {
-  Loaded out;
+Loaded<Driver> load() {
+  Loaded<Driver> out;
   // KITE_CUDA_DRIVER names another libcuda (tests point it at a missing file).
   const char* env = std::getenv("KITE_CUDA_DRIVER");
   const std::string path = env && env[0] ? env : "libcuda.so.1";
@@ -59,7 +65,7 @@ Loaded load() {
                 "): no NVIDIA driver is installed here";
     return out;
   }
-  Driver& d = out.driver;
+  Driver& d = out.table;
   d.library = path;
 #define KITE_CUDA_DRIVER_LOAD(member, symbol, ret, params)                                         \
   {                                                                                                \
@@ -75,26 +81,15 @@ Loaded load() {
 #undef KITE_CUDA_DRIVER_LOAD
   // The handle stays open for the life of the process: CUDA keeps state
   // (contexts, threads) that must not outlive the library's code.
-  const CUresult r = d.Init(0);
-  if (r != CUDA_SUCCESS) {
-    out.error = r == CUDA_ERROR_NO_DEVICE ? "cuInit found no CUDA device (" + d.describe(r, "cuInit") + ")"
-                                          : d.describe(r, "cuInit");
-    return out;
-  }
-  d.DriverGetVersion(&d.version);
-  out.ok = true;
+  finish_driver_load(&out);
   return out;
 }
 
 }  // namespace
 
 const Driver* driver(std::string* why) {
-  static const Loaded loaded = load();
-  if (!loaded.ok) {
-    if (why) *why = loaded.error;
-    return nullptr;
-  }
-  return &loaded.driver;
+  static const Loaded<Driver> loaded = load();
+  return loaded_or(loaded, why);
 }
 #endif
 

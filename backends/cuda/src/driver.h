@@ -74,6 +74,30 @@ struct Driver {
   std::string describe(CUresult r, const std::string& call) const;
 };
 
+// A library's function table (the driver, real or emulated; cuDNN;
+// cuBLASLt), loaded once per process, or why it cannot be used.
+template <typename Table>
+struct Loaded {
+  Table table;
+  std::string error;
+  bool ok = false;
+};
+
+// &loaded.table, or null with *why (when given) set to the reason.
+template <typename Table>
+const Table* loaded_or(const Loaded<Table>& loaded, std::string* why) {
+  if (!loaded.ok) {
+    if (why) *why = loaded.error;
+    return nullptr;
+  }
+  return &loaded.table;
+}
+
+// The end of loading a driver table whose functions are set, real or
+// emulated: cuInit(0) (failure: "cuInit found no CUDA device (...)" for
+// CUDA_ERROR_NO_DEVICE, else the call's description) and the version.
+void finish_driver_load(Loaded<Driver>* out);
+
 // The process's driver: loaded (and cuInit called) once, on first use.
 // Null with the reason (library missing, cuInit failed: no device, driver
 // too old) when it cannot be used; the reason is the same on every call.

@@ -1,5 +1,7 @@
 #include "libs.h"
 
+#include "driver.h"
+
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -27,13 +29,6 @@ void* open_first(const char* env_var, const std::vector<std::string>& names, std
   *why = errors;
   return nullptr;
 }
-
-template <typename Table>
-struct Loaded {
-  Table table;
-  std::string error;
-  bool ok = false;
-};
 
 Loaded<Cudnn> load_cudnn() {
   Loaded<Cudnn> out;
@@ -105,20 +100,12 @@ std::string CublasLt::describe(cublasStatus_t s, const std::string& call) const 
 
 const Cudnn* cudnn_library(std::string* why) {
   static const Loaded<Cudnn> loaded = load_cudnn();
-  if (!loaded.ok) {
-    if (why) *why = loaded.error;
-    return nullptr;
-  }
-  return &loaded.table;
+  return loaded_or(loaded, why);
 }
 
 const CublasLt* cublaslt_library(std::string* why) {
   static const Loaded<CublasLt> loaded = load_cublaslt();
-  if (!loaded.ok) {
-    if (why) *why = loaded.error;
-    return nullptr;
-  }
-  return &loaded.table;
+  return loaded_or(loaded, why);
 }
 
 }  // namespace kite::cuda
