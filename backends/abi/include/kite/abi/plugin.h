@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kite/abi/status_guard.h"
 #include "kite/backend.h"
 
 namespace kite::abi {
@@ -62,21 +63,19 @@ kite_backend_api backend_api(const char* name, kite_backend_memory memory);
 
 // Runs body(&message); a failing status has its message written to err. An
 // exception becomes KITE_ERROR_OUT_OF_MEMORY (bad_alloc) or
-// KITE_ERROR_INTERNAL, naming `what` (the entry point).
+// KITE_ERROR_INTERNAL, naming `what` (the entry point), by the rule every C
+// entry point follows (kite/abi/status_guard.h).
 template <typename F>
 kite_status guarded(char* err, size_t err_size, const char* what, F body) {
-  try {
-    std::string message;
-    const kite_status s = body(&message);
-    if (s != KITE_OK) write_message(err, err_size, message);
-    return s;
-  } catch (const std::bad_alloc&) {
-    return fail(err, err_size, KITE_ERROR_OUT_OF_MEMORY, std::string("out of host memory in ") + what);
-  } catch (const std::exception& e) {
-    return fail(err, err_size, KITE_ERROR_INTERNAL, std::string(what) + ": " + e.what());
-  } catch (...) {
-    return fail(err, err_size, KITE_ERROR_INTERNAL, std::string(what) + ": internal error");
-  }
+  return guard_exceptions(
+      what,
+      [&] {
+        std::string message;
+        const kite_status s = body(&message);
+        if (s != KITE_OK) write_message(err, err_size, message);
+        return s;
+      },
+      [&](kite_status code, const std::string& message) { return fail(err, err_size, code, message); });
 }
 
 // For supports2: 1 when why_not() gives "", else 0 with its reason written
