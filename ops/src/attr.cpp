@@ -69,6 +69,12 @@ Attr ints_attr(const std::string& attr_name, const std::vector<int64_t>& value) 
   return a;
 }
 
+Attr graph_attr(const std::string& attr_name, int64_t graph) {
+  Attr a = named(attr_name, KITE_ATTR_GRAPH);
+  a.i = graph;
+  return a;
+}
+
 void set_attr(std::vector<Attr>* attrs, Attr attr) {
   for (Attr& a : *attrs) {
     if (a.name == attr.name) {
