@@ -70,8 +70,8 @@ Attr ints_attr(const std::string& attr_name, const std::vector<int64_t>& value) 
 }
 
 Attr graph_attr(const std::string& attr_name, int64_t graph) {
-  Attr a = named(attr_name, KITE_ATTR_GRAPH);
-  a.i = graph;
+  Attr a = int_attr(attr_name, graph);  // a subgraph's index is held as an INT's value
+  a.type = KITE_ATTR_GRAPH;
   return a;
 }
 
