@@ -2,10 +2,30 @@
 // constants' old inputs, the untaken branch of an inlined If) and renumbers
 // the rest, keeping their order.
 #include <functional>
+#include <vector>
 
 #include "passes/pass.h"
 
 namespace kite::passes {
+
+namespace {
+
+// Keeps the items marked used, in their order, and returns each old index's
+// new one (-1 for a dropped item).
+template <typename T>
+std::vector<int> keep_used(std::vector<T>* items, const std::vector<bool>& used) {
+  std::vector<int> new_index(items->size(), -1);
+  std::vector<T> kept;
+  for (size_t k = 0; k < items->size(); ++k) {
+    if (!used[k]) continue;
+    new_index[k] = static_cast<int>(kept.size());
+    kept.push_back(std::move((*items)[k]));
+  }
+  *items = std::move(kept);
+  return new_index;
+}
+
+}  // namespace
 
 void compact_model(ir::Model* model) {
   if (model->graphs.empty()) return;
@@ -21,14 +41,7 @@ void compact_model(ir::Model* model) {
     }
   };
   mark_graph(0);
-  std::vector<int> graph_index(model->graphs.size(), -1);
-  std::vector<ir::Graph> graphs;
-  for (size_t g = 0; g < model->graphs.size(); ++g) {
-    if (!graph_used[g]) continue;
-    graph_index[g] = static_cast<int>(graphs.size());
-    graphs.push_back(std::move(model->graphs[g]));
-  }
-  model->graphs = std::move(graphs);
+  const std::vector<int> graph_index = keep_used(&model->graphs, graph_used);
 
   std::vector<bool> used(model->tensors.size(), false);
   auto mark = [&](int t) {
@@ -44,22 +57,8 @@ void compact_model(ir::Model* model) {
     for (int t : g.outputs) mark(t);
     for (const ir::Node& n : g.nodes) mark_node(n);
   }
-  std::vector<int> new_index(model->tensors.size(), -1);
-  std::vector<ir::Tensor> tensors;
-  for (size_t t = 0; t < model->tensors.size(); ++t) {
-    if (!used[t]) continue;
-    new_index[t] = static_cast<int>(tensors.size());
-    tensors.push_back(std::move(model->tensors[t]));
-  }
-  const bool had_plan = model->plan.offsets.size() == model->tensors.size();
-  if (had_plan) {
-    std::vector<uint64_t> offsets;
-    for (size_t t = 0; t < used.size(); ++t) {
-      if (used[t]) offsets.push_back(model->plan.offsets[t]);
-    }
-    model->plan.offsets = std::move(offsets);
-  }
-  model->tensors = std::move(tensors);
+  if (model->plan.offsets.size() == model->tensors.size()) keep_used(&model->plan.offsets, used);
+  const std::vector<int> new_index = keep_used(&model->tensors, used);
   auto remap = [&](int& t) {
     if (t >= 0 && static_cast<size_t>(t) < new_index.size()) t = new_index[static_cast<size_t>(t)];
   };

@@ -9,7 +9,9 @@
 // shape; scale of ones when the pattern has no gamma), attributes axis and
 // epsilon, body the primitives.
 #include <algorithm>
+#include <cstddef>
 
+#include "kite/ops/op_node.h"
 #include "passes/fusion.h"
 #include "passes/graph_query.h"
 #include "passes/graph_rewrite.h"
@@ -56,19 +58,15 @@ std::vector<float> normalized_values(const ir::Model& m, int t, const std::vecto
     if (axis >= first_norm && cshape[d] != 1 && cshape[d] != shape[axis]) return {};
   }
   if (static_cast<int64_t>(v.size()) == count) return v;
-  // Broadcast along normalized axes where gamma has 1s.
+  // Broadcast along normalized axes where gamma has 1s. Its dims before
+  // first_norm are all 1, so only the normalized axes take part.
+  const auto norm_begin = static_cast<std::ptrdiff_t>(first_norm);
+  const auto gamma_begin = static_cast<std::ptrdiff_t>(first_norm > offset ? first_norm - offset : 0);
+  const std::vector<int64_t> norm_shape(shape.begin() + norm_begin, shape.end());
+  const std::vector<int64_t> norm_cshape(cshape.begin() + gamma_begin, cshape.end());
   std::vector<float> out(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
-    int64_t rest = i, src = 0, stride = 1;
-    for (size_t axis = shape.size(); axis-- > first_norm;) {
-      const int64_t idx = rest % shape[axis];
-      rest /= shape[axis];
-      if (axis >= offset) {
-        const int64_t dim = cshape[axis - offset];
-        if (dim != 1) src += idx * stride;
-        stride *= dim;
-      }
-    }
+    const int64_t src = kite::ops::broadcast_index(norm_cshape, norm_shape, i);
     out[static_cast<size_t>(i)] = v[static_cast<size_t>(src)];
   }
   return out;

@@ -495,23 +495,25 @@ class Rewriter {
   int half_of(int t, std::vector<ir::Node>* nodes) {
     if (m_->tensors[static_cast<size_t>(t)].is_constant()) return half_constant(t);
     if (flipped_.count(t)) return t;
-    const auto it = half_twin_.find(t);
-    if (it != half_twin_.end()) return it->second;
-    const int h = add_like(t, KITE_DTYPE_FLOAT16, "_fp16");
-    nodes->push_back(cast(t, h, KITE_DTYPE_FLOAT16));
-    half_twin_[t] = h;
-    return h;
+    return cast_twin(t, KITE_DTYPE_FLOAT16, "_fp16", &half_twin_, nodes);
   }
 
   // The float32 form of t for a reader in fp32.
   int float_of(int t, std::vector<ir::Node>* nodes) {
     if (!flipped_.count(t)) return t;
-    const auto it = float_twin_.find(t);
-    if (it != float_twin_.end()) return it->second;
-    const int f = add_like(t, KITE_DTYPE_FLOAT32, "_fp32");
-    nodes->push_back(cast(t, f, KITE_DTYPE_FLOAT32));
-    float_twin_[t] = f;
-    return f;
+    return cast_twin(t, KITE_DTYPE_FLOAT32, "_fp32", &float_twin_, nodes);
+  }
+
+  // t cast to dtype: one Cast (added to nodes) the first time, remembered
+  // in twins for the readers after.
+  int cast_twin(int t, kite_dtype dtype, const std::string& suffix, std::map<int, int>* twins,
+                std::vector<ir::Node>* nodes) {
+    const auto it = twins->find(t);
+    if (it != twins->end()) return it->second;
+    const int twin = add_like(t, dtype, suffix);
+    nodes->push_back(cast(t, twin, dtype));
+    (*twins)[t] = twin;
+    return twin;
   }
 
   ir::Model* m_;

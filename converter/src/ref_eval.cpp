@@ -153,23 +153,6 @@ void copy_element(const Values& src, int64_t from, Values* dst, int64_t to) {
   }
 }
 
-// The index into `in` (broadcast to out_shape) of output element `flat`.
-int64_t broadcast_index(const std::vector<int64_t>& in, const std::vector<int64_t>& out,
-                        int64_t flat) {
-  int64_t index = 0, stride = 1;
-  const size_t offset = out.size() - in.size();
-  for (size_t d = out.size(); d-- > 0;) {
-    const int64_t coord = flat % out[d];
-    flat /= out[d];
-    if (d >= offset) {
-      const int64_t dim = in[d - offset];
-      if (dim != 1) index += coord * stride;
-      stride *= dim;
-    }
-  }
-  return index;
-}
-
 class Evaluator {
  public:
   Evaluator(const ir::Model& model, const ir::Node& node) : model_(model), node_(node) {}
@@ -272,8 +255,8 @@ class Evaluator {
     Values out = make(a.dtype, shape);
     const int64_t n = numel_of(shape);
     for (int64_t k = 0; k < n; ++k) {
-      const int64_t ia = broadcast_index(a.shape, shape, k);
-      const int64_t ib = broadcast_index(b.shape, shape, k);
+      const int64_t ia = kite::ops::broadcast_index(a.shape, shape, k);
+      const int64_t ib = kite::ops::broadcast_index(b.shape, shape, k);
       if (a.is_float()) {
         double r = std::fmod(a.f[ia], b.f[ib]);
         if (fmod == 0 && r != 0 && ((r < 0) != (b.f[ib] < 0))) r += b.f[ib];  // numpy.mod

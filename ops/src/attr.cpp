@@ -69,6 +69,12 @@ Attr ints_attr(const std::string& attr_name, const std::vector<int64_t>& value) 
   return a;
 }
 
+Attr graph_attr(const std::string& attr_name, int64_t graph) {
+  Attr a = int_attr(attr_name, graph);  // a subgraph's index is held as an INT's value
+  a.type = KITE_ATTR_GRAPH;
+  return a;
+}
+
 void set_attr(std::vector<Attr>* attrs, Attr attr) {
   for (Attr& a : *attrs) {
     if (a.name == attr.name) {

@@ -104,4 +104,20 @@ bool broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>&
   return true;
 }
 
+int64_t broadcast_index(const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                        int64_t flat) {
+  int64_t index = 0, stride = 1;
+  const size_t offset = out.size() - in.size();
+  for (size_t d = out.size(); d-- > 0;) {
+    const int64_t coord = flat % out[d];
+    flat /= out[d];
+    if (d >= offset) {
+      const int64_t dim = in[d - offset];
+      if (dim != 1) index += coord * stride;
+      stride *= dim;
+    }
+  }
+  return index;
+}
+
 }  // namespace kite::ops

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <random>
 
 #include "kite/backend.h"
 #include "kite/ops/attr.h"
+#include "kite_test_bytes.h"
 #include "memory/planner.h"
 #include "writer/kite_writer.h"
 
@@ -53,25 +53,19 @@ size_t count_of(const Shape& s) {
   for (int64_t d : s) n *= static_cast<size_t>(d);
   return n;
 }
-template <typename T>
-std::vector<uint8_t> as_bytes(const std::vector<T>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(T));
-  if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
 }  // namespace
 
 int Graph::input(const Shape& shape, float lo, float hi) {
   const int t = add("x" + std::to_string(counter_++), KITE_DTYPE_FLOAT32, shape, TensorKind::Input);
   m_.main().inputs.push_back(t);
-  values_.push_back(as_bytes(uniform(count_of(shape), lo, hi, 1000u + static_cast<uint32_t>(t))));
+  values_.push_back(kite::test::bytes_of(uniform(count_of(shape), lo, hi, 1000u + static_cast<uint32_t>(t))));
   return t;
 }
 
 int Graph::input_i64(const Shape& shape, const std::vector<int64_t>& values) {
   const int t = add("i" + std::to_string(counter_++), KITE_DTYPE_INT64, shape, TensorKind::Input);
   m_.main().inputs.push_back(t);
-  values_.push_back(as_bytes(values));
+  values_.push_back(kite::test::bytes_of(values));
   return t;
 }
 
@@ -81,13 +75,13 @@ int Graph::weight(const Shape& shape, float lo, float hi) {
 
 int Graph::const_f32(const Shape& shape, const std::vector<float>& values) {
   const int t = add("w" + std::to_string(counter_++), KITE_DTYPE_FLOAT32, shape, TensorKind::Constant);
-  m_.tensors[static_cast<size_t>(t)].data = as_bytes(values);
+  m_.tensors[static_cast<size_t>(t)].data = kite::test::bytes_of(values);
   return t;
 }
 
 int Graph::const_i64(const Shape& shape, const std::vector<int64_t>& values) {
   const int t = add("c" + std::to_string(counter_++), KITE_DTYPE_INT64, shape, TensorKind::Constant);
-  m_.tensors[static_cast<size_t>(t)].data = as_bytes(values);
+  m_.tensors[static_cast<size_t>(t)].data = kite::test::bytes_of(values);
   return t;
 }
 

@@ -14,47 +14,21 @@
 #include "kite/abi/plan_helpers.h"
 #include "kite/abi/plugin.h"
 #include "kite/ops/attention.h"
+#include "kite/ops/attr.h"
+#include "kite_test_ops.h"
 
 namespace {
 
 using Shape = std::vector<int64_t>;
 using kite::ops::Attr;
+using kite::ops::float_attr;
 using kite::ops::OpNode;
+using kite::ops::string_attr;
 using kite::ops::TensorType;
+using kite::test::absent;
+using kite::test::tensor;
 
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-TensorType Tensor(const std::string& name, Shape shape, kite_dtype dtype = KITE_DTYPE_FLOAT32,
-                  const void* data = nullptr) {
-  TensorType t;
-  t.name = name;
-  t.dtype = dtype;
-  t.shape = std::move(shape);
-  t.data = data;
-  return t;
-}
-
-TensorType Absent() {
-  TensorType t;
-  t.present = false;
-  return t;
-}
-
-Attr FloatAttr(const std::string& name, float f) {
-  Attr a;
-  a.name = name;
-  a.type = KITE_ATTR_FLOAT;
-  a.f = f;
-  return a;
-}
-
-Attr StringAttr(const std::string& name, const std::string& s) {
-  Attr a;
-  a.name = name;
-  a.type = KITE_ATTR_STRING;
-  a.s = s;
-  return a;
-}
 
 // ------------------------------------------------------------ merge_axes --
 
@@ -110,22 +84,22 @@ kite::abi::NodeView ResizeNode(const Shape& in, const Shape& out, const std::vec
   kite::abi::NodeView v;
   v.op.name = "up";
   v.op.op = "Resize";
-  v.op.inputs.push_back(Tensor("x", in));
-  v.op.inputs.push_back(Absent());
+  v.op.inputs.push_back(tensor("x", in));
+  v.op.inputs.push_back(absent());
   if (scales) {
-    v.op.inputs.push_back(Tensor("scales", {static_cast<int64_t>(scales->size())}, KITE_DTYPE_FLOAT32, scales->data()));
+    v.op.inputs.push_back(tensor("scales", {static_cast<int64_t>(scales->size())}, KITE_DTYPE_FLOAT32, scales->data()));
   } else {
-    v.op.inputs.push_back(Absent());
-    v.op.inputs.push_back(Tensor("sizes", {static_cast<int64_t>(out.size())}, KITE_DTYPE_INT64));
+    v.op.inputs.push_back(absent());
+    v.op.inputs.push_back(tensor("sizes", {static_cast<int64_t>(out.size())}, KITE_DTYPE_INT64));
   }
   v.op.attrs = std::move(attrs);
-  v.outputs.push_back(Tensor("y", out));
+  v.outputs.push_back(tensor("y", out));
   return v;
 }
 
 TEST(AbiInnerResize, ResizesTheTwoInnermostAxes) {
   const std::vector<float> scales = {1.0f, 1.0f, 2.0f, 3.0f};
-  const kite::abi::NodeView v = ResizeNode({1, 3, 4, 5}, {1, 3, 8, 15}, &scales, {StringAttr("mode", "linear")});
+  const kite::abi::NodeView v = ResizeNode({1, 3, 4, 5}, {1, 3, 8, 15}, &scales, {string_attr("mode", "linear")});
   kite::abi::InnerResize r;
   ASSERT_EQ(kite::abi::inner_resize_of(v, "Vulkan", &r), "");
   EXPECT_EQ(r.sampling.mode, kite::ops::ResizeMode::kLinear);
@@ -192,7 +166,7 @@ TEST(AbiInnerResize, BadScalesAndAttributesAreRefused) {
 
   const std::vector<float> two = {2.0f, 2.0f};
   const std::string policy = kite::abi::inner_resize_of(
-      ResizeNode({4, 4}, {8, 8}, &two, {StringAttr("keep_aspect_ratio_policy", "not_larger")}), "CUDA", &r);
+      ResizeNode({4, 4}, {8, 8}, &two, {string_attr("keep_aspect_ratio_policy", "not_larger")}), "CUDA", &r);
   EXPECT_EQ(policy, "keep_aspect_ratio_policy 'not_larger' is not supported on CUDA");
 
   const std::string mismatch = kite::abi::inner_resize_of(ResizeNode({4, 4}, {8, 9}, &two), "CUDA", &r);
@@ -262,13 +236,13 @@ OpNode AttentionNode(const Shape& q, const Shape& kt, const Shape& v) {
   op.name = "attn";
   op.op = "Attention";
   op.domain = "kite";
-  op.inputs = {Tensor("q", q), Tensor("kt", kt), Tensor("v", v)};
-  op.attrs.push_back(FloatAttr("scale", 0.125f));
+  op.inputs = {tensor("q", q), tensor("kt", kt), tensor("v", v)};
+  op.attrs.push_back(float_attr("scale", 0.125f));
   return op;
 }
 
 TEST(OpsAttentionShapes, ScoresAndOutput) {
-  const std::vector<TensorType> outputs = {Tensor("o", {2, 4, 5, 16})};
+  const std::vector<TensorType> outputs = {tensor("o", {2, 4, 5, 16})};
   Shape scores, out;
   ASSERT_EQ(kite::ops::attention_shapes(AttentionNode({2, 4, 5, 8}, {2, 4, 8, 7}, {2, 4, 7, 16}), "Attention", outputs,
                                         &scores, &out),
@@ -278,7 +252,7 @@ TEST(OpsAttentionShapes, ScoresAndOutput) {
 }
 
 TEST(OpsAttentionShapes, RankTwoHasNoLeadingDims) {
-  const std::vector<TensorType> outputs = {Tensor("o", {3, 2})};
+  const std::vector<TensorType> outputs = {tensor("o", {3, 2})};
   Shape scores, out;
   ASSERT_EQ(kite::ops::attention_shapes(AttentionNode({3, 4}, {4, 6}, {6, 2}), "Attention", outputs, &scores, &out), "");
   EXPECT_EQ(scores, Shape({3, 6}));
@@ -286,7 +260,7 @@ TEST(OpsAttentionShapes, RankTwoHasNoLeadingDims) {
 }
 
 TEST(OpsAttentionShapes, MismatchesNameTheTensorsAndShapes) {
-  const std::vector<TensorType> outputs = {Tensor("o", {1, 5, 16})};
+  const std::vector<TensorType> outputs = {tensor("o", {1, 5, 16})};
   Shape scores, out;
   const std::string rows =
       kite::ops::attention_shapes(AttentionNode({1, 5, 8}, {1, 9, 7}, {1, 7, 16}), "Attention", outputs, &scores, &out);
@@ -308,7 +282,7 @@ TEST(OpsAttentionShapes, MismatchesNameTheTensorsAndShapes) {
 }
 
 TEST(OpsAttentionShapes, PatternInputsOutputsAndScale) {
-  const std::vector<TensorType> outputs = {Tensor("o", {5, 16})};
+  const std::vector<TensorType> outputs = {tensor("o", {5, 16})};
   Shape scores, out;
   OpNode op = AttentionNode({5, 8}, {8, 7}, {7, 16});
   EXPECT_EQ(kite::ops::attention_shapes(op, "MatMul+Softmax", outputs, &scores, &out),
@@ -335,13 +309,9 @@ kite::abi::NodeView DeviceAttention(kite_dtype v_dtype, int64_t nan_to_zero) {
   kite::abi::NodeView n;
   n.op = AttentionNode({1, 5, 8}, {1, 8, 7}, {1, 7, 16});
   n.op.inputs[2].dtype = v_dtype;
-  Attr guard;
-  guard.name = "nan_to_zero";
-  guard.type = KITE_ATTR_INT;
-  guard.i = nan_to_zero;
-  n.op.attrs.push_back(guard);
+  n.op.attrs.push_back(kite::ops::int_attr("nan_to_zero", nan_to_zero));
   n.pattern = "Attention";
-  n.outputs = {Tensor("o", {1, 5, 16})};
+  n.outputs = {tensor("o", {1, 5, 16})};
   return n;
 }
 

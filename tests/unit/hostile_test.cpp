@@ -26,6 +26,7 @@
 
 #include "kite/converter/convert.h"
 #include "kite/kite.h"
+#include "kite_test_onnx.h"
 #include "memory/planner.h"
 #include "onnx/onnx_import.h"
 #include "src/infer_shapes.h"
@@ -98,12 +99,7 @@ class Onnx {
   }
   void initializer(const std::string& name, const std::vector<int64_t>& dims,
                    const std::vector<float>& values) {
-    onnx::TensorProto* t = g()->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto_DataType_FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
-                                values.size() * sizeof(float)));
+    kite::test::add_float_initializer(g(), name, dims, values);
   }
   std::string bytes() const { return m_.SerializeAsString(); }
 
@@ -228,12 +224,7 @@ ir::Model gather_model() {
   g.name = "main";
   g.inputs = {idx};
   g.outputs = {out};
-  ir::Node n;
-  n.name = "gather0";
-  n.op = "Gather";
-  n.inputs = {data, idx};
-  n.outputs = {out};
-  g.nodes = {n};
+  g.nodes = {kite::test::make_node("gather0", "Gather", {data, idx}, {out})};
   m.graphs.push_back(g);
   std::string err;
   kite::memory::plan_memory(&m, 256, &err);

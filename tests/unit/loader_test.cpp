@@ -191,11 +191,8 @@ TEST(Loader, RejectsFileSizeMismatch) {
 
 TEST(Loader, RejectsSubgraphPointingBackwards) {
   kite::ir::Model m = kite::test::add_relu_model();
-  kite::ir::Attr a;
-  a.name = "then_branch";
-  a.type = KITE_ATTR_GRAPH;
-  a.i = 0;  // the main graph itself: would recurse forever
-  m.main().nodes[1].attrs.push_back(a);
+  // Graph 0 is the main graph itself: following it would recurse forever.
+  m.main().nodes[1].attrs.push_back(kite::ops::graph_attr("then_branch", 0));
   const LoadResult r = load(kite::test::serialize_or_die(m));
   EXPECT_EQ(r.status, KITE_ERROR_INVALID_MODEL);
   EXPECT_NE(r.message.find("refers to graph 0"), std::string::npos) << r.message;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "kite/converter/ir.h"
+#include "kite_test_onnx.h"
 #include "onnx/onnx_import.h"
 #include "src/infer_shapes.h"
 
@@ -67,13 +68,7 @@ class GraphBuilder {
   }
   onnx::TensorProto* float_raw(const std::string& name, const std::vector<int64_t>& dims,
                                const std::vector<float>& values) {
-    onnx::TensorProto* t = proto()->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto_DataType_FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
-                                values.size() * sizeof(float)));
-    return t;
+    return kite::test::add_float_initializer(proto(), name, dims, values);
   }
   onnx::TensorProto* int64_typed(const std::string& name, const std::vector<int64_t>& dims,
                                  const std::vector<int64_t>& values) {

@@ -9,13 +9,17 @@
 #include <string>
 #include <vector>
 
+#include "kite/ops/attr.h"
 #include "kite/ops/op_node.h"
+#include "kite_test_ops.h"
 
 namespace {
 
 using kite::ops::Attr;
 using kite::ops::OpNode;
 using kite::ops::TensorType;
+using kite::test::absent;
+using kite::test::tensor;
 using Shape = std::vector<int64_t>;
 
 constexpr kite_dtype F32 = KITE_DTYPE_FLOAT32;
@@ -23,22 +27,6 @@ constexpr kite_dtype I64 = KITE_DTYPE_INT64;
 constexpr kite_dtype I32 = KITE_DTYPE_INT32;
 constexpr kite_dtype BOOL = KITE_DTYPE_BOOL;
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-
-TensorType T(const std::string& name, Shape shape, kite_dtype dtype = F32,
-             const void* data = nullptr) {
-  TensorType t;
-  t.name = name;
-  t.dtype = dtype;
-  t.shape = std::move(shape);
-  t.data = data;
-  return t;
-}
-
-TensorType Absent() {
-  TensorType t;
-  t.present = false;
-  return t;
-}
 
 // Builder for a node under test.
 struct Node {
@@ -49,19 +37,11 @@ struct Node {
   }
   Node& in(TensorType t) { n.inputs.push_back(std::move(t)); return *this; }
   Node& outputs(int k) { n.num_outputs = k; return *this; }
-  Node& i(const std::string& name, int64_t v) {
-    Attr a; a.name = name; a.type = KITE_ATTR_INT; a.i = v; n.attrs.push_back(a); return *this;
-  }
-  Node& f(const std::string& name, float v) {
-    Attr a; a.name = name; a.type = KITE_ATTR_FLOAT; a.f = v; n.attrs.push_back(a); return *this;
-  }
-  Node& s(const std::string& name, const std::string& v) {
-    Attr a; a.name = name; a.type = KITE_ATTR_STRING; a.s = v; n.attrs.push_back(a); return *this;
-  }
-  Node& ints(const std::string& name, Shape v) {
-    Attr a; a.name = name; a.type = KITE_ATTR_INTS; a.ints = std::move(v); n.attrs.push_back(a);
-    return *this;
-  }
+  Node& attr(Attr a) { n.attrs.push_back(std::move(a)); return *this; }
+  Node& i(const std::string& name, int64_t v) { return attr(kite::ops::int_attr(name, v)); }
+  Node& f(const std::string& name, float v) { return attr(kite::ops::float_attr(name, v)); }
+  Node& s(const std::string& name, const std::string& v) { return attr(kite::ops::string_attr(name, v)); }
+  Node& ints(const std::string& name, const Shape& v) { return attr(kite::ops::ints_attr(name, v)); }
 };
 
 // Infers and returns output k's shape; fails the test on error.
@@ -156,7 +136,7 @@ TEST(OpsBasics, KnownOps) {
                          "Softmax", "Transpose", "Identity"}) {
     EXPECT_TRUE(kite::ops::is_known_op(op)) << op;
   }
-  EXPECT_NE(InferError(Node("Det").in(T("x", {1}))).find("not supported"),
+  EXPECT_NE(InferError(Node("Det").in(tensor("x", {1}))).find("not supported"),
             std::string::npos);
 }
 
@@ -211,17 +191,17 @@ TEST(OpsBasics, FromBackendNode) {
 // ---- input validation common to all ops ------------------------------------------
 
 TEST(OpsValidation, RejectsHostileInputShapes) {
-  EXPECT_NE(InferError(Node("Relu").in(T("x", {2, -1}))).find("negative"), std::string::npos);
-  EXPECT_NE(InferError(Node("Relu").in(T("x", {kMax, kMax}))).find("overflows"), std::string::npos);
-  EXPECT_NE(InferError(Node("Relu").in(T("x", {1, 1, 1, 1, 1, 1, 1, 1, 1}))).find("more than 8"),
+  EXPECT_NE(InferError(Node("Relu").in(tensor("x", {2, -1}))).find("negative"), std::string::npos);
+  EXPECT_NE(InferError(Node("Relu").in(tensor("x", {kMax, kMax}))).find("overflows"), std::string::npos);
+  EXPECT_NE(InferError(Node("Relu").in(tensor("x", {1, 1, 1, 1, 1, 1, 1, 1, 1}))).find("more than 8"),
             std::string::npos);
-  EXPECT_NE(InferError(Node("Relu").in(T("x", {2}, KITE_DTYPE_UNDEFINED))).find("invalid dtype"),
+  EXPECT_NE(InferError(Node("Relu").in(tensor("x", {2}, KITE_DTYPE_UNDEFINED))).find("invalid dtype"),
             std::string::npos);
-  EXPECT_NE(InferError(Node("Relu").in(T("x", {2})).in(T("y", {2}))).find("at most 1"),
+  EXPECT_NE(InferError(Node("Relu").in(tensor("x", {2})).in(tensor("y", {2}))).find("at most 1"),
             std::string::npos);
-  EXPECT_NE(InferError(Node("Relu").in(T("x", {2})).outputs(2)).find("2 outputs"),
+  EXPECT_NE(InferError(Node("Relu").in(tensor("x", {2})).outputs(2)).find("2 outputs"),
             std::string::npos);
-  OpNode other = Node("Relu").in(T("x", {2})).n;
+  OpNode other = Node("Relu").in(tensor("x", {2})).n;
   other.domain = "com.microsoft";
   std::string err;
   EXPECT_FALSE(kite::ops::infer_types(other, nullptr, &err));
@@ -232,7 +212,7 @@ TEST(OpsValidation, RejectsHostileInputShapes) {
 
 Node Conv2d(Shape x, Shape w) {
   Node b("Conv", "layer1.0.conv1");
-  b.in(T("x", std::move(x))).in(T("w", std::move(w)));
+  b.in(tensor("x", std::move(x))).in(tensor("w", std::move(w)));
   return b;
 }
 
@@ -240,9 +220,9 @@ TEST(OpsConv, BasicAndBias) {
   EXPECT_EQ(InferShape(Conv2d({1, 3, 224, 224}, {64, 3, 7, 7})
                            .ints("strides", {2, 2}).ints("pads", {3, 3, 3, 3})),
             (Shape{1, 64, 112, 112}));
-  EXPECT_EQ(InferShape(Conv2d({2, 3, 10, 12}, {8, 3, 3, 3}).in(T("b", {8}))),
+  EXPECT_EQ(InferShape(Conv2d({2, 3, 10, 12}, {8, 3, 3, 3}).in(tensor("b", {8}))),
             (Shape{2, 8, 8, 10}));
-  std::string e = InferError(Conv2d({2, 3, 10, 12}, {8, 3, 3, 3}).in(T("b", {7})));
+  std::string e = InferError(Conv2d({2, 3, 10, 12}, {8, 3, 3, 3}).in(tensor("b", {7})));
   EXPECT_NE(e.find("input 'b'"), std::string::npos) << e;
 }
 
@@ -330,15 +310,15 @@ TEST(OpsConv, KernelShapeAndDtypes) {
   EXPECT_NE(InferError(Conv2d({1, 3, 9, 9}, {2, 3, 3, 3}).ints("kernel_shape", {5, 5})).find("kernel_shape"),
             std::string::npos);
   Node b("Conv", "c");
-  b.in(T("x", {1, 3, 9, 9}, I64)).in(T("w", {2, 3, 3, 3}, I64));
+  b.in(tensor("x", {1, 3, 9, 9}, I64)).in(tensor("w", {2, 3, 3, 3}, I64));
   EXPECT_NE(InferError(b).find("dtype int64"), std::string::npos);
   Node mixed("Conv", "c");
-  mixed.in(T("x", {1, 3, 9, 9})).in(T("w", {2, 3, 3, 3}, KITE_DTYPE_FLOAT16));
+  mixed.in(tensor("x", {1, 3, 9, 9})).in(tensor("w", {2, 3, 3, 3}, KITE_DTYPE_FLOAT16));
   EXPECT_NE(InferError(mixed).find("input 'w' has dtype float16"), std::string::npos);
   // Wrong attribute type is reported, not silently defaulted.
   EXPECT_NE(InferError(Conv2d({1, 3, 9, 9}, {2, 3, 3, 3}).f("group", 1.0f)).find("type FLOAT"),
             std::string::npos);
-  EXPECT_NE(InferError(Node("Conv", "c").in(T("x", {1, 3, 9, 9}))).find("missing"),
+  EXPECT_NE(InferError(Node("Conv", "c").in(tensor("x", {1, 3, 9, 9}))).find("missing"),
             std::string::npos);
 }
 
@@ -359,44 +339,44 @@ TEST(OpsConv, HostileAttributesDoNotOverflow) {
 
 TEST(OpsGemm, TransposesAndBias) {
   Node b("Gemm", "fc");
-  b.in(T("a", {4, 3})).in(T("b", {5, 3})).in(T("c", {5})).i("transB", 1);
+  b.in(tensor("a", {4, 3})).in(tensor("b", {5, 3})).in(tensor("c", {5})).i("transB", 1);
   EXPECT_EQ(InferShape(b), (Shape{4, 5}));
   Node t("Gemm", "fc");
-  t.in(T("a", {3, 4})).in(T("b", {3, 5})).i("transA", 1);
+  t.in(tensor("a", {3, 4})).in(tensor("b", {3, 5})).i("transA", 1);
   EXPECT_EQ(InferShape(t), (Shape{4, 5}));
   Node c1("Gemm", "fc");
-  c1.in(T("a", {4, 3})).in(T("b", {3, 5})).in(T("c", {4, 1}));
+  c1.in(tensor("a", {4, 3})).in(tensor("b", {3, 5})).in(tensor("c", {4, 1}));
   EXPECT_EQ(InferShape(c1), (Shape{4, 5}));
   Node scalar_c("Gemm", "fc");
-  scalar_c.in(T("a", {4, 3})).in(T("b", {3, 5})).in(T("c", {}));
+  scalar_c.in(tensor("a", {4, 3})).in(tensor("b", {3, 5})).in(tensor("c", {}));
   EXPECT_EQ(InferShape(scalar_c), (Shape{4, 5}));
   Node absent_c("Gemm", "fc");
-  absent_c.in(T("a", {4, 3})).in(T("b", {3, 5})).in(Absent());
+  absent_c.in(tensor("a", {4, 3})).in(tensor("b", {3, 5})).in(absent());
   EXPECT_EQ(InferShape(absent_c), (Shape{4, 5}));
 }
 
 TEST(OpsGemm, Errors) {
   Node k("Gemm", "fc");
-  k.in(T("a", {4, 3})).in(T("b", {4, 5}));
+  k.in(tensor("a", {4, 3})).in(tensor("b", {4, 5}));
   EXPECT_NE(InferError(k).find("K=4"), std::string::npos);
   Node c("Gemm", "fc");
-  c.in(T("a", {4, 3})).in(T("b", {3, 5})).in(T("c", {3, 5}));
+  c.in(tensor("a", {4, 3})).in(tensor("b", {3, 5})).in(tensor("c", {3, 5}));
   EXPECT_NE(InferError(c).find("input 'c' has shape 3x5"), std::string::npos);
   Node c3("Gemm", "fc");
-  c3.in(T("a", {4, 3})).in(T("b", {3, 5})).in(T("c", {1, 4, 5}));
+  c3.in(tensor("a", {4, 3})).in(tensor("b", {3, 5})).in(tensor("c", {1, 4, 5}));
   EXPECT_NE(InferError(c3).find("does not broadcast"), std::string::npos);
   Node r("Gemm", "fc");
-  r.in(T("a", {2, 4, 3})).in(T("b", {3, 5}));
+  r.in(tensor("a", {2, 4, 3})).in(tensor("b", {3, 5}));
   EXPECT_NE(InferError(r).find("has 3 dims, expected 2"), std::string::npos);
   Node tr("Gemm", "fc");
-  tr.in(T("a", {4, 3})).in(T("b", {3, 5})).i("transA", 2);
+  tr.in(tensor("a", {4, 3})).in(tensor("b", {3, 5})).i("transA", 2);
   EXPECT_NE(InferError(tr).find("transA"), std::string::npos);
 }
 
 TEST(OpsMatMul, NumpyRules) {
   auto mm = [](Shape a, Shape b) {
     Node n("MatMul", "mm");
-    n.in(T("a", std::move(a))).in(T("b", std::move(b)));
+    n.in(tensor("a", std::move(a))).in(tensor("b", std::move(b)));
     return n;
   };
   EXPECT_EQ(InferShape(mm({2, 3}, {3, 4})), (Shape{2, 4}));
@@ -410,7 +390,7 @@ TEST(OpsMatMul, NumpyRules) {
   EXPECT_NE(InferError(mm({2, 2, 3}, {3, 3, 5})).find("batch dims"), std::string::npos);
   EXPECT_NE(InferError(mm({}, {3})).find("0 dims"), std::string::npos);
   Node i("MatMul", "mm");
-  i.in(T("a", {2, 3}, I64)).in(T("b", {3, 4}, I32));
+  i.in(tensor("a", {2, 3}, I64)).in(tensor("b", {3, 4}, I32));
   EXPECT_NE(InferError(i).find("dtype int32"), std::string::npos);
 }
 
@@ -419,52 +399,52 @@ TEST(OpsMatMul, NumpyRules) {
 TEST(OpsElementwise, BinaryBroadcasting) {
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
     Node b(op, "e");
-    b.in(T("a", {8, 1, 6, 1})).in(T("b", {7, 1, 5}));
+    b.in(tensor("a", {8, 1, 6, 1})).in(tensor("b", {7, 1, 5}));
     EXPECT_EQ(InferShape(b), (Shape{8, 7, 6, 5})) << op;
   }
   Node s("Add", "e");
-  s.in(T("a", {}, I64)).in(T("b", {3}, I64));
+  s.in(tensor("a", {}, I64)).in(tensor("b", {3}, I64));
   EXPECT_EQ(InferShape(s), (Shape{3}));
   EXPECT_EQ(InferDtype(s), I64);
   Node i32("Mul", "e");
-  i32.in(T("a", {2, 3}, I32)).in(T("b", {2, 1}, I32));
+  i32.in(tensor("a", {2, 3}, I32)).in(tensor("b", {2, 1}, I32));
   EXPECT_EQ(InferDtype(i32), I32);
   Node bad("Add", "e");
-  bad.in(T("a", {2, 3})).in(T("b", {4, 3}));
+  bad.in(tensor("a", {2, 3})).in(tensor("b", {4, 3}));
   EXPECT_EQ(InferError(bad), "Add 'e': cannot broadcast input 'a' (2x3) and input 'b' (4x3)");
   Node mixed("Add", "e");
-  mixed.in(T("a", {3})).in(T("b", {3}, I64));
+  mixed.in(tensor("a", {3})).in(tensor("b", {3}, I64));
   EXPECT_NE(InferError(mixed).find("input 'b' has dtype int64, expected float32"), std::string::npos);
   Node boolean("Add", "e");
-  boolean.in(T("a", {3}, BOOL)).in(T("b", {3}, BOOL));
+  boolean.in(tensor("a", {3}, BOOL)).in(tensor("b", {3}, BOOL));
   EXPECT_NE(InferError(boolean).find("dtype bool"), std::string::npos);
 }
 
 TEST(OpsElementwise, ReluSigmoidIdentity) {
-  EXPECT_EQ(InferShape(Node("Relu").in(T("x", {2, 3}))), (Shape{2, 3}));
-  EXPECT_EQ(InferDtype(Node("Relu").in(T("x", {2, 3}, I32))), I32);
-  EXPECT_EQ(InferShape(Node("Sigmoid").in(T("x", {}))), (Shape{}));
-  EXPECT_NE(InferError(Node("Sigmoid").in(T("x", {2}, I64))).find("dtype int64"), std::string::npos);
-  EXPECT_EQ(InferDtype(Node("Identity").in(T("x", {4}, BOOL))), BOOL);
+  EXPECT_EQ(InferShape(Node("Relu").in(tensor("x", {2, 3}))), (Shape{2, 3}));
+  EXPECT_EQ(InferDtype(Node("Relu").in(tensor("x", {2, 3}, I32))), I32);
+  EXPECT_EQ(InferShape(Node("Sigmoid").in(tensor("x", {}))), (Shape{}));
+  EXPECT_NE(InferError(Node("Sigmoid").in(tensor("x", {2}, I64))).find("dtype int64"), std::string::npos);
+  EXPECT_EQ(InferDtype(Node("Identity").in(tensor("x", {4}, BOOL))), BOOL);
 }
 
 TEST(OpsElementwise, Clip) {
-  EXPECT_EQ(InferShape(Node("Clip").in(T("x", {2, 3})).f("min", 0).f("max", 6)), (Shape{2, 3}));
-  EXPECT_EQ(InferShape(Node("Clip").in(T("x", {2, 3})).in(T("lo", {})).in(T("hi", {}))),
+  EXPECT_EQ(InferShape(Node("Clip").in(tensor("x", {2, 3})).f("min", 0).f("max", 6)), (Shape{2, 3}));
+  EXPECT_EQ(InferShape(Node("Clip").in(tensor("x", {2, 3})).in(tensor("lo", {})).in(tensor("hi", {}))),
             (Shape{2, 3}));
-  EXPECT_EQ(InferShape(Node("Clip").in(T("x", {2, 3})).in(Absent()).in(T("hi", {1}))),
+  EXPECT_EQ(InferShape(Node("Clip").in(tensor("x", {2, 3})).in(absent()).in(tensor("hi", {1}))),
             (Shape{2, 3}));
-  EXPECT_NE(InferError(Node("Clip").in(T("x", {2, 3})).in(T("lo", {2}))).find("expected a scalar"),
+  EXPECT_NE(InferError(Node("Clip").in(tensor("x", {2, 3})).in(tensor("lo", {2}))).find("expected a scalar"),
             std::string::npos);
-  EXPECT_NE(InferError(Node("Clip").in(T("x", {2, 3})).in(T("lo", {}, I64))).find("dtype int64"),
+  EXPECT_NE(InferError(Node("Clip").in(tensor("x", {2, 3})).in(tensor("lo", {}, I64))).find("dtype int64"),
             std::string::npos);
 }
 
 TEST(OpsElementwise, Softmax) {
-  EXPECT_EQ(InferShape(Node("Softmax").in(T("x", {2, 3, 4}))), (Shape{2, 3, 4}));
-  EXPECT_EQ(InferShape(Node("Softmax").in(T("x", {2, 3, 4})).i("axis", 1)), (Shape{2, 3, 4}));
-  EXPECT_EQ(InferShape(Node("Softmax").in(T("x", {2, 3, 4})).i("axis", -3)), (Shape{2, 3, 4}));
-  EXPECT_NE(InferError(Node("Softmax").in(T("x", {2, 3, 4})).i("axis", 3)).find("out of range"),
+  EXPECT_EQ(InferShape(Node("Softmax").in(tensor("x", {2, 3, 4}))), (Shape{2, 3, 4}));
+  EXPECT_EQ(InferShape(Node("Softmax").in(tensor("x", {2, 3, 4})).i("axis", 1)), (Shape{2, 3, 4}));
+  EXPECT_EQ(InferShape(Node("Softmax").in(tensor("x", {2, 3, 4})).i("axis", -3)), (Shape{2, 3, 4}));
+  EXPECT_NE(InferError(Node("Softmax").in(tensor("x", {2, 3, 4})).i("axis", 3)).find("out of range"),
             std::string::npos);
 }
 
@@ -472,8 +452,8 @@ TEST(OpsElementwise, Softmax) {
 
 Node BatchNorm(Shape x, int64_t c) {
   Node b("BatchNormalization", "bn1");
-  b.in(T("x", std::move(x))).in(T("scale", {c})).in(T("bias", {c})).in(T("mean", {c}))
-      .in(T("var", {c}));
+  b.in(tensor("x", std::move(x))).in(tensor("scale", {c})).in(tensor("bias", {c})).in(tensor("mean", {c}))
+      .in(tensor("var", {c}));
   return b;
 }
 
@@ -487,7 +467,7 @@ TEST(OpsBatchNorm, Inference) {
   EXPECT_NE(InferError(BatchNorm({2, 16, 5, 5}, 16).i("training_mode", 1)).find("training_mode"),
             std::string::npos);
   Node four("BatchNormalization", "bn1");
-  four.in(T("x", {2, 4})).in(T("s", {4})).in(T("b", {4})).in(T("m", {4}));
+  four.in(tensor("x", {2, 4})).in(tensor("s", {4})).in(tensor("b", {4})).in(tensor("m", {4}));
   EXPECT_NE(InferError(four).find("missing"), std::string::npos);
 }
 
@@ -495,7 +475,7 @@ TEST(OpsBatchNorm, Inference) {
 
 Node Pool(const char* op, Shape x, Shape kernel) {
   Node b(op, "pool");
-  b.in(T("x", std::move(x))).ints("kernel_shape", std::move(kernel));
+  b.in(tensor("x", std::move(x))).ints("kernel_shape", std::move(kernel));
   return b;
 }
 
@@ -529,7 +509,7 @@ TEST(OpsPool, MaxPoolFloorAndCeil) {
 TEST(OpsPool, MaxPoolErrors) {
   EXPECT_NE(InferError(Pool("MaxPool", {1, 1, 6, 6}, {3, 3}).outputs(2)).find("Indices"),
             std::string::npos);
-  EXPECT_NE(InferError(Node("MaxPool").in(T("x", {1, 1, 6, 6}))).find("kernel_shape"),
+  EXPECT_NE(InferError(Node("MaxPool").in(tensor("x", {1, 1, 6, 6}))).find("kernel_shape"),
             std::string::npos);
   EXPECT_NE(InferError(Pool("MaxPool", {1, 1, 6, 6}, {3})).find("kernel_shape"), std::string::npos);
   EXPECT_NE(InferError(Pool("MaxPool", {1, 1, 6, 6}, {3, 0})).find("kernel_shape"), std::string::npos);
@@ -548,29 +528,29 @@ TEST(OpsPool, AveragePool) {
             (Shape{1, 8, 4, 4}));  // span 5 -> ceil(5/2)+1 = 4; last starts at 6 < 7
   EXPECT_NE(InferError(Pool("AveragePool", {1, 8, 6, 6}, {3, 3}).i("count_include_pad", 5)).find("count_include_pad"),
             std::string::npos);
-  EXPECT_EQ(InferShape(Node("GlobalAveragePool").in(T("x", {2, 8, 7, 5}))), (Shape{2, 8, 1, 1}));
-  EXPECT_EQ(InferShape(Node("GlobalAveragePool").in(T("x", {2, 8, 7}))), (Shape{2, 8, 1}));
-  EXPECT_NE(InferError(Node("GlobalAveragePool").in(T("x", {2, 8}))).find("2 dims"), std::string::npos);
-  EXPECT_NE(InferError(Node("GlobalAveragePool").in(T("x", {2, 8, 0, 3}))).find("empty"),
+  EXPECT_EQ(InferShape(Node("GlobalAveragePool").in(tensor("x", {2, 8, 7, 5}))), (Shape{2, 8, 1, 1}));
+  EXPECT_EQ(InferShape(Node("GlobalAveragePool").in(tensor("x", {2, 8, 7}))), (Shape{2, 8, 1}));
+  EXPECT_NE(InferError(Node("GlobalAveragePool").in(tensor("x", {2, 8}))).find("2 dims"), std::string::npos);
+  EXPECT_NE(InferError(Node("GlobalAveragePool").in(tensor("x", {2, 8, 0, 3}))).find("empty"),
             std::string::npos);
 }
 
 // ---- shape ops -------------------------------------------------------------------------
 
 TEST(OpsShape, Flatten) {
-  EXPECT_EQ(InferShape(Node("Flatten").in(T("x", {2, 3, 4, 5}))), (Shape{2, 60}));
-  EXPECT_EQ(InferShape(Node("Flatten").in(T("x", {2, 3, 4, 5})).i("axis", 0)), (Shape{1, 120}));
-  EXPECT_EQ(InferShape(Node("Flatten").in(T("x", {2, 3, 4, 5})).i("axis", 4)), (Shape{120, 1}));
-  EXPECT_EQ(InferShape(Node("Flatten").in(T("x", {2, 3, 4, 5})).i("axis", -1)), (Shape{24, 5}));
-  EXPECT_NE(InferError(Node("Flatten").in(T("x", {2, 3})).i("axis", 3)).find("out of range"),
+  EXPECT_EQ(InferShape(Node("Flatten").in(tensor("x", {2, 3, 4, 5}))), (Shape{2, 60}));
+  EXPECT_EQ(InferShape(Node("Flatten").in(tensor("x", {2, 3, 4, 5})).i("axis", 0)), (Shape{1, 120}));
+  EXPECT_EQ(InferShape(Node("Flatten").in(tensor("x", {2, 3, 4, 5})).i("axis", 4)), (Shape{120, 1}));
+  EXPECT_EQ(InferShape(Node("Flatten").in(tensor("x", {2, 3, 4, 5})).i("axis", -1)), (Shape{24, 5}));
+  EXPECT_NE(InferError(Node("Flatten").in(tensor("x", {2, 3})).i("axis", 3)).find("out of range"),
             std::string::npos);
-  EXPECT_NE(InferError(Node("Flatten").in(T("x", {2, 3})).i("axis", -3)).find("out of range"),
+  EXPECT_NE(InferError(Node("Flatten").in(tensor("x", {2, 3})).i("axis", -3)).find("out of range"),
             std::string::npos);
 }
 
 Node Reshape(Shape x, const std::vector<int64_t>& target) {
   Node b("Reshape", "r");
-  b.in(T("x", std::move(x))).in(T("shape", {static_cast<int64_t>(target.size())}, I64,
+  b.in(tensor("x", std::move(x))).in(tensor("shape", {static_cast<int64_t>(target.size())}, I64,
                                      target.data()));
   return b;
 }
@@ -607,51 +587,51 @@ TEST(OpsShape, Reshape) {
 
 TEST(OpsShape, ReshapeUnknownShapeValue) {
   Node b("Reshape", "r");
-  b.in(T("x", {2, 3, 4})).in(T("shape", {2}, I64));
+  b.in(tensor("x", {2, 3, 4})).in(tensor("shape", {2}, I64));
   EXPECT_EQ(InferError(b),
             "Reshape 'r': input 'shape' value must be known at convert time (a constant)");
   std::string err;
   // Fallback: same element count and the rank the shape input implies.
-  EXPECT_TRUE(kite::ops::check_declared_outputs(b.n, {T("y", {6, 4})}, &err)) << err;
-  EXPECT_FALSE(kite::ops::check_declared_outputs(b.n, {T("y", {6, 5})}, &err));
+  EXPECT_TRUE(kite::ops::check_declared_outputs(b.n, {tensor("y", {6, 4})}, &err)) << err;
+  EXPECT_FALSE(kite::ops::check_declared_outputs(b.n, {tensor("y", {6, 5})}, &err));
   EXPECT_NE(err.find("24 elements"), std::string::npos) << err;
-  EXPECT_FALSE(kite::ops::check_declared_outputs(b.n, {T("y", {24})}, &err));
-  EXPECT_FALSE(kite::ops::check_declared_outputs(b.n, {T("y", {6, 4}, I64)}, &err));
+  EXPECT_FALSE(kite::ops::check_declared_outputs(b.n, {tensor("y", {24})}, &err));
+  EXPECT_FALSE(kite::ops::check_declared_outputs(b.n, {tensor("y", {6, 4}, I64)}, &err));
   EXPECT_NE(err.find("dtype int64"), std::string::npos) << err;
 }
 
 TEST(OpsShape, Concat) {
   Node b("Concat", "cat");
-  b.in(T("a", {2, 3, 4})).in(T("b", {2, 5, 4})).in(T("c", {2, 1, 4})).i("axis", 1);
+  b.in(tensor("a", {2, 3, 4})).in(tensor("b", {2, 5, 4})).in(tensor("c", {2, 1, 4})).i("axis", 1);
   EXPECT_EQ(InferShape(b), (Shape{2, 9, 4}));
   Node neg("Concat", "cat");
-  neg.in(T("a", {2, 3})).in(T("b", {2, 5})).i("axis", -1);
+  neg.in(tensor("a", {2, 3})).in(tensor("b", {2, 5})).i("axis", -1);
   EXPECT_EQ(InferShape(neg), (Shape{2, 8}));
   Node mismatch("Concat", "cat");
-  mismatch.in(T("a", {2, 3})).in(T("b", {3, 5})).i("axis", 1);
+  mismatch.in(tensor("a", {2, 3})).in(tensor("b", {3, 5})).i("axis", 1);
   EXPECT_NE(InferError(mismatch).find("input 'b' has shape 3x5: dim 0 is 3, expected 2"),
             std::string::npos);
   Node rank("Concat", "cat");
-  rank.in(T("a", {2, 3})).in(T("b", {2, 3, 1})).i("axis", 0);
+  rank.in(tensor("a", {2, 3})).in(tensor("b", {2, 3, 1})).i("axis", 0);
   EXPECT_NE(InferError(rank).find("3 dims, expected 2"), std::string::npos);
   Node no_axis("Concat", "cat");
-  no_axis.in(T("a", {2, 3}));
+  no_axis.in(tensor("a", {2, 3}));
   EXPECT_NE(InferError(no_axis).find("'axis' is required"), std::string::npos);
   Node huge("Concat", "cat");
-  huge.in(T("a", {kMax / 4}, BOOL)).in(T("b", {kMax / 4}, BOOL)).in(T("c", {kMax / 4}, BOOL))
-      .in(T("d", {kMax / 4}, BOOL)).in(T("e", {kMax / 4}, BOOL)).i("axis", 0);
+  huge.in(tensor("a", {kMax / 4}, BOOL)).in(tensor("b", {kMax / 4}, BOOL)).in(tensor("c", {kMax / 4}, BOOL))
+      .in(tensor("d", {kMax / 4}, BOOL)).in(tensor("e", {kMax / 4}, BOOL)).i("axis", 0);
   EXPECT_NE(InferError(huge).find("overflows"), std::string::npos);
 }
 
 TEST(OpsShape, Transpose) {
-  EXPECT_EQ(InferShape(Node("Transpose").in(T("x", {2, 3, 4}))), (Shape{4, 3, 2}));
-  EXPECT_EQ(InferShape(Node("Transpose").in(T("x", {2, 3, 4})).ints("perm", {0, 2, 1})),
+  EXPECT_EQ(InferShape(Node("Transpose").in(tensor("x", {2, 3, 4}))), (Shape{4, 3, 2}));
+  EXPECT_EQ(InferShape(Node("Transpose").in(tensor("x", {2, 3, 4})).ints("perm", {0, 2, 1})),
             (Shape{2, 4, 3}));
-  EXPECT_NE(InferError(Node("Transpose").in(T("x", {2, 3, 4})).ints("perm", {0, 0, 1})).find("permutation"),
+  EXPECT_NE(InferError(Node("Transpose").in(tensor("x", {2, 3, 4})).ints("perm", {0, 0, 1})).find("permutation"),
             std::string::npos);
-  EXPECT_NE(InferError(Node("Transpose").in(T("x", {2, 3, 4})).ints("perm", {0, 1})).find("perm"),
+  EXPECT_NE(InferError(Node("Transpose").in(tensor("x", {2, 3, 4})).ints("perm", {0, 1})).find("perm"),
             std::string::npos);
-  EXPECT_NE(InferError(Node("Transpose").in(T("x", {2, 3})).ints("perm", {0, 2})).find("permutation"),
+  EXPECT_NE(InferError(Node("Transpose").in(tensor("x", {2, 3})).ints("perm", {0, 2})).find("permutation"),
             std::string::npos);
 }
 
@@ -660,28 +640,28 @@ TEST(OpsShape, Transpose) {
 TEST(OpsCheckDeclared, AcceptsExactAndRejectsWrong) {
   Node conv = Conv2d({1, 3, 8, 8}, {4, 3, 3, 3});
   std::string err;
-  EXPECT_TRUE(kite::ops::check_declared_outputs(conv.n, {T("y", {1, 4, 6, 6})}, &err)) << err;
-  EXPECT_FALSE(kite::ops::check_declared_outputs(conv.n, {T("y", {1, 4, 8, 8})}, &err));
+  EXPECT_TRUE(kite::ops::check_declared_outputs(conv.n, {tensor("y", {1, 4, 6, 6})}, &err)) << err;
+  EXPECT_FALSE(kite::ops::check_declared_outputs(conv.n, {tensor("y", {1, 4, 8, 8})}, &err));
   EXPECT_EQ(err, "Conv 'layer1.0.conv1': output 'y' has shape 1x4x8x8, expected 1x4x6x6");
-  EXPECT_FALSE(kite::ops::check_declared_outputs(conv.n, {T("y", {1, 4, 36})}, &err));
-  EXPECT_FALSE(kite::ops::check_declared_outputs(conv.n, {T("y", {1, 4, 6, 6}, I32)}, &err));
+  EXPECT_FALSE(kite::ops::check_declared_outputs(conv.n, {tensor("y", {1, 4, 36})}, &err));
+  EXPECT_FALSE(kite::ops::check_declared_outputs(conv.n, {tensor("y", {1, 4, 6, 6}, I32)}, &err));
   EXPECT_NE(err.find("dtype int32, expected float32"), std::string::npos) << err;
-  EXPECT_FALSE(kite::ops::check_declared_outputs(conv.n, {T("y", {1, 4, 6, -6})}, &err));
+  EXPECT_FALSE(kite::ops::check_declared_outputs(conv.n, {tensor("y", {1, 4, 6, -6})}, &err));
   EXPECT_FALSE(kite::ops::check_declared_outputs(conv.n, {}, &err));
   EXPECT_NE(err.find("declares 0 outputs"), std::string::npos) << err;
   // Invalid inputs are rejected even if the declared output looks plausible.
   Node bad = Conv2d({1, 3, 8}, {4, 3, 3, 3});
-  EXPECT_FALSE(kite::ops::check_declared_outputs(bad.n, {T("y", {1, 4, 6})}, &err));
+  EXPECT_FALSE(kite::ops::check_declared_outputs(bad.n, {tensor("y", {1, 4, 6})}, &err));
 }
 
 TEST(OpsCheckDeclared, BroadcastOutput) {
   Node add("Add", "e");
-  add.in(T("a", {4, 1})).in(T("b", {3}));
+  add.in(tensor("a", {4, 1})).in(tensor("b", {3}));
   std::string err;
-  EXPECT_TRUE(kite::ops::check_declared_outputs(add.n, {T("y", {4, 3})}, &err)) << err;
+  EXPECT_TRUE(kite::ops::check_declared_outputs(add.n, {tensor("y", {4, 3})}, &err)) << err;
   // A smaller declared output would make the kernel write out of bounds.
-  EXPECT_FALSE(kite::ops::check_declared_outputs(add.n, {T("y", {4, 1})}, &err));
-  EXPECT_FALSE(kite::ops::check_declared_outputs(add.n, {T("y", {1, 4, 3})}, &err));
+  EXPECT_FALSE(kite::ops::check_declared_outputs(add.n, {tensor("y", {4, 1})}, &err));
+  EXPECT_FALSE(kite::ops::check_declared_outputs(add.n, {tensor("y", {1, 4, 3})}, &err));
 }
 
 TEST(OpsCheckDeclared, UnusedOptionalOutputs) {
@@ -695,7 +675,7 @@ TEST(OpsCheckDeclared, UnusedOptionalOutputs) {
   ASSERT_EQ(outs.size(), 2u);
   EXPECT_TRUE(outs[0].present);
   EXPECT_FALSE(outs[1].present);
-  EXPECT_TRUE(kite::ops::check_declared_outputs(pool.n, {T("y", {1, 1, 5, 5}), Absent()}, &err)) << err;
+  EXPECT_TRUE(kite::ops::check_declared_outputs(pool.n, {tensor("y", {1, 1, 5, 5}), absent()}, &err)) << err;
   pool.n.outputs_used = {true, true};
   EXPECT_NE(InferError(pool).find("Indices"), std::string::npos);
 
@@ -710,7 +690,7 @@ TEST(OpsCheckDeclared, UnusedOptionalOutputs) {
 TEST(OpsConvTranspose, Shapes) {
   auto ct = [](Shape x, Shape w) {
     Node b("ConvTranspose", "up");
-    b.in(T("x", std::move(x))).in(T("w", std::move(w)));
+    b.in(tensor("x", std::move(x))).in(tensor("w", std::move(w)));
     return b;
   };
   // out = s*(in-1) + output_padding + ((k-1)*d+1) - pads
@@ -739,144 +719,144 @@ TEST(OpsConvTranspose, Shapes) {
 
 TEST(OpsNorm, LayerAndInstance) {
   Node ln("LayerNormalization", "ln");
-  ln.in(T("x", {2, 5, 8})).in(T("g", {8})).in(T("b", {8})).outputs(3);
+  ln.in(tensor("x", {2, 5, 8})).in(tensor("g", {8})).in(tensor("b", {8})).outputs(3);
   EXPECT_EQ(InferShape(ln, 0), (Shape{2, 5, 8}));
   EXPECT_EQ(InferShape(ln, 1), (Shape{2, 5, 1}));
   EXPECT_EQ(InferDtype(ln, 2), F32);
   Node ln1("LayerNormalization", "ln");
-  ln1.in(T("x", {2, 5, 8})).in(T("g", {5, 8})).i("axis", 1);
+  ln1.in(tensor("x", {2, 5, 8})).in(tensor("g", {5, 8})).i("axis", 1);
   EXPECT_EQ(InferShape(ln1), (Shape{2, 5, 8}));
   Node bad("LayerNormalization", "ln");
-  bad.in(T("x", {2, 5, 8})).in(T("g", {5}));
+  bad.in(tensor("x", {2, 5, 8})).in(tensor("g", {5}));
   EXPECT_NE(InferError(bad).find("input 'g' has shape 5"), std::string::npos);
   Node small("LayerNormalization", "ln");  // broadcastable but fewer elements: rejected
-  small.in(T("x", {2, 5, 8})).in(T("g", {1, 8})).i("axis", 1);
+  small.in(tensor("x", {2, 5, 8})).in(tensor("g", {1, 8})).i("axis", 1);
   EXPECT_NE(InferError(small).find("normalized shape 5x8"), std::string::npos);
 
   Node in("InstanceNormalization", "in");
-  in.in(T("x", {2, 3, 4, 4})).in(T("s", {3})).in(T("b", {3}));
+  in.in(tensor("x", {2, 3, 4, 4})).in(tensor("s", {3})).in(tensor("b", {3}));
   EXPECT_EQ(InferShape(in), (Shape{2, 3, 4, 4}));
   Node in_bad("InstanceNormalization", "in");
-  in_bad.in(T("x", {2, 3, 4, 4})).in(T("s", {3})).in(T("b", {2}));
+  in_bad.in(tensor("x", {2, 3, 4, 4})).in(tensor("s", {3})).in(tensor("b", {2}));
   EXPECT_NE(InferError(in_bad).find("input 'b'"), std::string::npos);
 }
 
 TEST(OpsElementwise, ActivationsAndMore) {
   for (const char* op : {"Sqrt", "Reciprocal", "Exp", "Log", "Erf", "Tanh", "HardSwish",
                          "LogSoftmax"}) {
-    EXPECT_EQ(InferShape(Node(op).in(T("x", {2, 3}))), (Shape{2, 3})) << op;
+    EXPECT_EQ(InferShape(Node(op).in(tensor("x", {2, 3}))), (Shape{2, 3})) << op;
   }
-  EXPECT_EQ(InferDtype(Node("Abs").in(T("x", {2}, I64))), I64);
-  EXPECT_EQ(InferDtype(Node("Neg").in(T("x", {2}, I32))), I32);
-  EXPECT_EQ(InferShape(Node("LeakyRelu").in(T("x", {2})).f("alpha", 0.2f)), (Shape{2}));
-  EXPECT_NE(InferError(Node("LeakyRelu").in(T("x", {2})).i("alpha", 1)).find("type INT"),
+  EXPECT_EQ(InferDtype(Node("Abs").in(tensor("x", {2}, I64))), I64);
+  EXPECT_EQ(InferDtype(Node("Neg").in(tensor("x", {2}, I32))), I32);
+  EXPECT_EQ(InferShape(Node("LeakyRelu").in(tensor("x", {2})).f("alpha", 0.2f)), (Shape{2}));
+  EXPECT_NE(InferError(Node("LeakyRelu").in(tensor("x", {2})).i("alpha", 1)).find("type INT"),
             std::string::npos);
-  EXPECT_EQ(InferShape(Node("Gelu").in(T("x", {2})).s("approximate", "tanh")), (Shape{2}));
-  EXPECT_NE(InferError(Node("Gelu").in(T("x", {2})).s("approximate", "fast")).find("approximate"),
+  EXPECT_EQ(InferShape(Node("Gelu").in(tensor("x", {2})).s("approximate", "tanh")), (Shape{2}));
+  EXPECT_NE(InferError(Node("Gelu").in(tensor("x", {2})).s("approximate", "fast")).find("approximate"),
             std::string::npos);
-  EXPECT_EQ(InferShape(Node("HardSigmoid").in(T("x", {2})).f("alpha", 0.2f).f("beta", 0.5f)),
+  EXPECT_EQ(InferShape(Node("HardSigmoid").in(tensor("x", {2})).f("alpha", 0.2f).f("beta", 0.5f)),
             (Shape{2}));
-  EXPECT_EQ(InferShape(Node("Elu").in(T("x", {3}))), (Shape{3}));
+  EXPECT_EQ(InferShape(Node("Elu").in(tensor("x", {3}))), (Shape{3}));
 
   Node prelu("PRelu", "p");
-  prelu.in(T("x", {1, 8, 4, 4})).in(T("slope", {8, 1, 1}));
+  prelu.in(tensor("x", {1, 8, 4, 4})).in(tensor("slope", {8, 1, 1}));
   EXPECT_EQ(InferShape(prelu), (Shape{1, 8, 4, 4}));
   Node prelu_bad("PRelu", "p");
-  prelu_bad.in(T("x", {1, 8, 4, 4})).in(T("slope", {2, 8, 1, 1}));
+  prelu_bad.in(tensor("x", {1, 8, 4, 4})).in(tensor("slope", {2, 8, 1, 1}));
   EXPECT_NE(InferError(prelu_bad).find("does not broadcast"), std::string::npos);
 
   Node pow("Pow", "p");
-  pow.in(T("x", {2, 3})).in(T("y", {}, I64));
+  pow.in(tensor("x", {2, 3})).in(tensor("y", {}, I64));
   EXPECT_EQ(InferShape(pow), (Shape{2, 3}));
   EXPECT_EQ(InferDtype(pow), F32);
 }
 
 TEST(OpsElementwise, ComparisonsLogicWhereCast) {
   Node eq("Equal", "e");
-  eq.in(T("a", {2, 3}, I64)).in(T("b", {3}, I64));
+  eq.in(tensor("a", {2, 3}, I64)).in(tensor("b", {3}, I64));
   EXPECT_EQ(InferShape(eq), (Shape{2, 3}));
   EXPECT_EQ(InferDtype(eq), BOOL);
   Node gt("Greater", "g");
-  gt.in(T("a", {2, 1})).in(T("b", {1, 4}));
+  gt.in(tensor("a", {2, 1})).in(tensor("b", {1, 4}));
   EXPECT_EQ(InferShape(gt), (Shape{2, 4}));
   Node gt_bool("Less", "l");
-  gt_bool.in(T("a", {2}, BOOL)).in(T("b", {2}, BOOL));
+  gt_bool.in(tensor("a", {2}, BOOL)).in(tensor("b", {2}, BOOL));
   EXPECT_NE(InferError(gt_bool).find("dtype bool"), std::string::npos);
   Node both("And", "a");
-  both.in(T("a", {2}, BOOL)).in(T("b", {2}, BOOL));
+  both.in(tensor("a", {2}, BOOL)).in(tensor("b", {2}, BOOL));
   EXPECT_EQ(InferDtype(both), BOOL);
   Node or_f("Or", "o");
-  or_f.in(T("a", {2})).in(T("b", {2}));
+  or_f.in(tensor("a", {2})).in(tensor("b", {2}));
   EXPECT_NE(InferError(or_f).find("expected bool"), std::string::npos);
-  EXPECT_EQ(InferDtype(Node("Not").in(T("x", {2}, BOOL))), BOOL);
+  EXPECT_EQ(InferDtype(Node("Not").in(tensor("x", {2}, BOOL))), BOOL);
 
   Node where("Where", "w");
-  where.in(T("c", {2, 1}, BOOL)).in(T("x", {1, 3}, I64)).in(T("y", {}, I64));
+  where.in(tensor("c", {2, 1}, BOOL)).in(tensor("x", {1, 3}, I64)).in(tensor("y", {}, I64));
   EXPECT_EQ(InferShape(where), (Shape{2, 3}));
   EXPECT_EQ(InferDtype(where), I64);
   Node where_bad("Where", "w");
-  where_bad.in(T("c", {2}, BOOL)).in(T("x", {2}, I64)).in(T("y", {2}));
+  where_bad.in(tensor("c", {2}, BOOL)).in(tensor("x", {2}, I64)).in(tensor("y", {2}));
   EXPECT_NE(InferError(where_bad).find("input 'y' has dtype float32"), std::string::npos);
 
-  EXPECT_EQ(InferDtype(Node("Cast").in(T("x", {2})).i("to", 7)), I64);   // ONNX INT64
-  EXPECT_EQ(InferDtype(Node("Cast").in(T("x", {2})).i("to", 9)), BOOL);  // ONNX BOOL
-  EXPECT_NE(InferError(Node("Cast").in(T("x", {2})).i("to", 11)).find("ONNX type 11"),
+  EXPECT_EQ(InferDtype(Node("Cast").in(tensor("x", {2})).i("to", 7)), I64);   // ONNX INT64
+  EXPECT_EQ(InferDtype(Node("Cast").in(tensor("x", {2})).i("to", 9)), BOOL);  // ONNX BOOL
+  EXPECT_NE(InferError(Node("Cast").in(tensor("x", {2})).i("to", 11)).find("ONNX type 11"),
             std::string::npos);
-  EXPECT_NE(InferError(Node("Cast").in(T("x", {2}))).find("'to' is required"), std::string::npos);
+  EXPECT_NE(InferError(Node("Cast").in(tensor("x", {2}))).find("'to' is required"), std::string::npos);
 }
 
 TEST(OpsElementwise, Dropout) {
-  EXPECT_EQ(InferShape(Node("Dropout").in(T("x", {2, 3}))), (Shape{2, 3}));
+  EXPECT_EQ(InferShape(Node("Dropout").in(tensor("x", {2, 3}))), (Shape{2, 3}));
   Node two("Dropout", "d");
-  two.in(T("x", {2, 3})).outputs(2);
+  two.in(tensor("x", {2, 3})).outputs(2);
   EXPECT_EQ(InferDtype(two, 1), BOOL);
   EXPECT_EQ(InferShape(two, 1), (Shape{2, 3}));
   const uint8_t yes = 1, no = 0;
   Node training("Dropout", "d");
-  training.in(T("x", {2})).in(Absent()).in(T("t", {}, BOOL, &yes));
+  training.in(tensor("x", {2})).in(absent()).in(tensor("t", {}, BOOL, &yes));
   EXPECT_NE(InferError(training).find("only inference"), std::string::npos);
   Node inference("Dropout", "d");
-  inference.in(T("x", {2})).in(Absent()).in(T("t", {}, BOOL, &no));
+  inference.in(tensor("x", {2})).in(absent()).in(tensor("t", {}, BOOL, &no));
   EXPECT_EQ(InferShape(inference), (Shape{2}));
 }
 
 TEST(OpsShape, Split) {
   Node even("Split", "s");
-  even.in(T("x", {2, 6})).i("axis", 1).outputs(3);
+  even.in(tensor("x", {2, 6})).i("axis", 1).outputs(3);
   EXPECT_EQ(InferShape(even, 2), (Shape{2, 2}));
   Node uneven("Split", "s");
-  uneven.in(T("x", {7})).outputs(3);
+  uneven.in(tensor("x", {7})).outputs(3);
   EXPECT_NE(InferError(uneven).find("not divisible"), std::string::npos);
   uneven.i("num_outputs", 3);  // opset 18: last chunk smaller
   EXPECT_EQ(InferShape(uneven, 0), (Shape{3}));
   EXPECT_EQ(InferShape(uneven, 2), (Shape{1}));
   const std::vector<int64_t> sizes = {1, 5};
   Node input("Split", "s");
-  input.in(T("x", {6, 2})).in(T("split", {2}, I64, sizes.data())).outputs(2);
+  input.in(tensor("x", {6, 2})).in(tensor("split", {2}, I64, sizes.data())).outputs(2);
   EXPECT_EQ(InferShape(input, 1), (Shape{5, 2}));
   Node attr("Split", "s");
-  attr.in(T("x", {6, 2})).ints("split", {2, 3}).outputs(2);
+  attr.in(tensor("x", {6, 2})).ints("split", {2, 3}).outputs(2);
   EXPECT_NE(InferError(attr).find("adds up to 5"), std::string::npos);
   Node negative("Split", "s");
-  negative.in(T("x", {6, 2})).ints("split", {7, -1}).outputs(2);
+  negative.in(tensor("x", {6, 2})).ints("split", {7, -1}).outputs(2);
   EXPECT_NE(InferError(negative).find("negative"), std::string::npos);
   // Unknown split sizes: declared parts must tile the input along the axis.
   Node unknown("Split", "s");
-  unknown.in(T("x", {6, 2})).in(T("split", {2}, I64)).outputs(2);
+  unknown.in(tensor("x", {6, 2})).in(tensor("split", {2}, I64)).outputs(2);
   std::string err;
-  EXPECT_TRUE(kite::ops::check_declared_outputs(unknown.n, {T("a", {4, 2}), T("b", {2, 2})}, &err)) << err;
-  EXPECT_FALSE(kite::ops::check_declared_outputs(unknown.n, {T("a", {4, 2}), T("b", {3, 2})}, &err));
-  EXPECT_FALSE(kite::ops::check_declared_outputs(unknown.n, {T("a", {4, 2}), T("b", {2, 3})}, &err));
+  EXPECT_TRUE(kite::ops::check_declared_outputs(unknown.n, {tensor("a", {4, 2}), tensor("b", {2, 2})}, &err)) << err;
+  EXPECT_FALSE(kite::ops::check_declared_outputs(unknown.n, {tensor("a", {4, 2}), tensor("b", {3, 2})}, &err));
+  EXPECT_FALSE(kite::ops::check_declared_outputs(unknown.n, {tensor("a", {4, 2}), tensor("b", {2, 3})}, &err));
 }
 
 Node Slice(Shape x, std::vector<int64_t>* starts, std::vector<int64_t>* ends,
            std::vector<int64_t>* axes = nullptr, std::vector<int64_t>* steps = nullptr) {
   Node b("Slice", "sl");
   const int64_t n = static_cast<int64_t>(starts->size());
-  b.in(T("x", std::move(x))).in(T("starts", {n}, I64, starts->data()))
-      .in(T("ends", {n}, I64, ends->data()));
-  if (axes || steps) b.in(axes ? T("axes", {n}, I64, axes->data()) : Absent());
-  if (steps) b.in(T("steps", {n}, I64, steps->data()));
+  b.in(tensor("x", std::move(x))).in(tensor("starts", {n}, I64, starts->data()))
+      .in(tensor("ends", {n}, I64, ends->data()));
+  if (axes || steps) b.in(axes ? tensor("axes", {n}, I64, axes->data()) : absent());
+  if (steps) b.in(tensor("steps", {n}, I64, steps->data()));
   return b;
 }
 
@@ -901,83 +881,83 @@ TEST(OpsShape, Slice) {
   EXPECT_NE(InferError(Slice({4, 10}, &s5, &e5, &bad_a)).find("out of range"), std::string::npos);
 
   Node unknown("Slice", "sl");
-  unknown.in(T("x", {4, 10})).in(T("starts", {1}, I64)).in(T("ends", {1}, I64));
+  unknown.in(tensor("x", {4, 10})).in(tensor("starts", {1}, I64)).in(tensor("ends", {1}, I64));
   EXPECT_NE(InferError(unknown).find("input 'starts' value must be known"), std::string::npos);
   std::string err;
-  EXPECT_TRUE(kite::ops::check_declared_outputs(unknown.n, {T("y", {4, 3})}, &err)) << err;
-  EXPECT_FALSE(kite::ops::check_declared_outputs(unknown.n, {T("y", {4, 11})}, &err));
+  EXPECT_TRUE(kite::ops::check_declared_outputs(unknown.n, {tensor("y", {4, 3})}, &err)) << err;
+  EXPECT_FALSE(kite::ops::check_declared_outputs(unknown.n, {tensor("y", {4, 11})}, &err));
 }
 
 TEST(OpsShape, GatherSqueezeUnsqueeze) {
   Node g("Gather", "g");
-  g.in(T("data", {5, 4, 3})).in(T("idx", {2, 6}, I64)).i("axis", 1);
+  g.in(tensor("data", {5, 4, 3})).in(tensor("idx", {2, 6}, I64)).i("axis", 1);
   EXPECT_EQ(InferShape(g), (Shape{5, 2, 6, 3}));
   const int32_t scalar_index = -5;
   Node gs("Gather", "g");
-  gs.in(T("data", {5, 4})).in(T("idx", {}, I32, &scalar_index));
+  gs.in(tensor("data", {5, 4})).in(tensor("idx", {}, I32, &scalar_index));
   EXPECT_EQ(InferShape(gs), (Shape{4}));
   const int64_t out_of_range[] = {0, 5};
   Node gb("Gather", "g");
-  gb.in(T("data", {5, 4})).in(T("idx", {2}, I64, out_of_range));
+  gb.in(tensor("data", {5, 4})).in(tensor("idx", {2}, I64, out_of_range));
   EXPECT_NE(InferError(gb).find("holds 5 at position 1"), std::string::npos);
   Node gf("Gather", "g");
-  gf.in(T("data", {5, 4})).in(T("idx", {2}));
+  gf.in(tensor("data", {5, 4})).in(tensor("idx", {2}));
   EXPECT_NE(InferError(gf).find("dtype float32"), std::string::npos);
 
-  EXPECT_EQ(InferShape(Node("Squeeze").in(T("x", {1, 3, 1, 2}))), (Shape{3, 2}));
-  EXPECT_EQ(InferShape(Node("Squeeze").in(T("x", {1, 3, 1, 2})).ints("axes", {-2})),
+  EXPECT_EQ(InferShape(Node("Squeeze").in(tensor("x", {1, 3, 1, 2}))), (Shape{3, 2}));
+  EXPECT_EQ(InferShape(Node("Squeeze").in(tensor("x", {1, 3, 1, 2})).ints("axes", {-2})),
             (Shape{1, 3, 2}));
   const int64_t axes0[] = {0};
-  EXPECT_EQ(InferShape(Node("Squeeze").in(T("x", {1, 3})).in(T("axes", {1}, I64, axes0))),
+  EXPECT_EQ(InferShape(Node("Squeeze").in(tensor("x", {1, 3})).in(tensor("axes", {1}, I64, axes0))),
             (Shape{3}));
-  EXPECT_NE(InferError(Node("Squeeze").in(T("x", {1, 3})).ints("axes", {1})).find("dim 1 is 3"),
+  EXPECT_NE(InferError(Node("Squeeze").in(tensor("x", {1, 3})).ints("axes", {1})).find("dim 1 is 3"),
             std::string::npos);
 
   const int64_t axes_u[] = {0, 3};
-  EXPECT_EQ(InferShape(Node("Unsqueeze").in(T("x", {3, 4})).in(T("axes", {2}, I64, axes_u))),
+  EXPECT_EQ(InferShape(Node("Unsqueeze").in(tensor("x", {3, 4})).in(tensor("axes", {2}, I64, axes_u))),
             (Shape{1, 3, 4, 1}));
-  EXPECT_EQ(InferShape(Node("Unsqueeze").in(T("x", {3, 4})).ints("axes", {-1})), (Shape{3, 4, 1}));
-  EXPECT_EQ(InferShape(Node("Unsqueeze").in(T("x", {})).ints("axes", {0})), (Shape{1}));
-  EXPECT_NE(InferError(Node("Unsqueeze").in(T("x", {3})).ints("axes", {0, 0})).find("twice"),
+  EXPECT_EQ(InferShape(Node("Unsqueeze").in(tensor("x", {3, 4})).ints("axes", {-1})), (Shape{3, 4, 1}));
+  EXPECT_EQ(InferShape(Node("Unsqueeze").in(tensor("x", {})).ints("axes", {0})), (Shape{1}));
+  EXPECT_NE(InferError(Node("Unsqueeze").in(tensor("x", {3})).ints("axes", {0, 0})).find("twice"),
             std::string::npos);
-  EXPECT_NE(InferError(Node("Unsqueeze").in(T("x", {3}))).find("required"), std::string::npos);
+  EXPECT_NE(InferError(Node("Unsqueeze").in(tensor("x", {3}))).find("required"), std::string::npos);
   Node unknown("Unsqueeze", "u");
-  unknown.in(T("x", {3, 4})).in(T("axes", {1}, I64));
+  unknown.in(tensor("x", {3, 4})).in(tensor("axes", {1}, I64));
   std::string err;
-  EXPECT_TRUE(kite::ops::check_declared_outputs(unknown.n, {T("y", {3, 1, 4})}, &err)) << err;
-  EXPECT_FALSE(kite::ops::check_declared_outputs(unknown.n, {T("y", {3, 4})}, &err));
+  EXPECT_TRUE(kite::ops::check_declared_outputs(unknown.n, {tensor("y", {3, 1, 4})}, &err)) << err;
+  EXPECT_FALSE(kite::ops::check_declared_outputs(unknown.n, {tensor("y", {3, 4})}, &err));
 }
 
 TEST(OpsShape, ExpandTileShapeConstantOfShapeRange) {
   const int64_t target[] = {2, 1, 6};
   Node ex("Expand", "e");
-  ex.in(T("x", {3, 1})).in(T("shape", {3}, I64, target));
+  ex.in(tensor("x", {3, 1})).in(tensor("shape", {3}, I64, target));
   EXPECT_EQ(InferShape(ex), (Shape{2, 3, 6}));
   const int64_t bad_target[] = {4, 2};
   Node exb("Expand", "e");
-  exb.in(T("x", {3, 1})).in(T("shape", {2}, I64, bad_target));
+  exb.in(tensor("x", {3, 1})).in(tensor("shape", {2}, I64, bad_target));
   EXPECT_NE(InferError(exb).find("cannot be expanded"), std::string::npos);
 
   const int64_t reps[] = {2, 3};
   Node tile("Tile", "t");
-  tile.in(T("x", {3, 4})).in(T("repeats", {2}, I64, reps));
+  tile.in(tensor("x", {3, 4})).in(tensor("repeats", {2}, I64, reps));
   EXPECT_EQ(InferShape(tile), (Shape{6, 12}));
   const int64_t huge[] = {kMax, 1};
   Node tile_huge("Tile", "t");
-  tile_huge.in(T("x", {3, 4})).in(T("repeats", {2}, I64, huge));
+  tile_huge.in(tensor("x", {3, 4})).in(tensor("repeats", {2}, I64, huge));
   EXPECT_NE(InferError(tile_huge).find("overflows"), std::string::npos);
   Node tile_rank("Tile", "t");
-  tile_rank.in(T("x", {3, 4})).in(T("repeats", {3}, I64));
+  tile_rank.in(tensor("x", {3, 4})).in(tensor("repeats", {3}, I64));
   EXPECT_NE(InferError(tile_rank).find("one per input dim"), std::string::npos);
 
-  EXPECT_EQ(InferShape(Node("Shape").in(T("x", {2, 3, 4}))), (Shape{3}));
-  EXPECT_EQ(InferShape(Node("Shape").in(T("x", {2, 3, 4})).i("start", -2)), (Shape{2}));
-  EXPECT_EQ(InferShape(Node("Shape").in(T("x", {2, 3, 4})).i("start", 5)), (Shape{0}));
-  EXPECT_EQ(InferDtype(Node("Shape").in(T("x", {2}))), I64);
+  EXPECT_EQ(InferShape(Node("Shape").in(tensor("x", {2, 3, 4}))), (Shape{3}));
+  EXPECT_EQ(InferShape(Node("Shape").in(tensor("x", {2, 3, 4})).i("start", -2)), (Shape{2}));
+  EXPECT_EQ(InferShape(Node("Shape").in(tensor("x", {2, 3, 4})).i("start", 5)), (Shape{0}));
+  EXPECT_EQ(InferDtype(Node("Shape").in(tensor("x", {2}))), I64);
 
   const int64_t dims[] = {2, 5};
   Node cos("ConstantOfShape", "c");
-  cos.in(T("shape", {2}, I64, dims)).i("value_dtype", KITE_DTYPE_INT32);
+  cos.in(tensor("shape", {2}, I64, dims)).i("value_dtype", KITE_DTYPE_INT32);
   Attr value;
   value.name = "value";
   value.type = KITE_ATTR_INTS;
@@ -985,14 +965,14 @@ TEST(OpsShape, ExpandTileShapeConstantOfShapeRange) {
   cos.n.attrs.push_back(value);
   EXPECT_EQ(InferShape(cos), (Shape{2, 5}));
   EXPECT_EQ(InferDtype(cos), I32);
-  EXPECT_EQ(InferDtype(Node("ConstantOfShape").in(T("shape", {2}, I64, dims))), F32);
+  EXPECT_EQ(InferDtype(Node("ConstantOfShape").in(tensor("shape", {2}, I64, dims))), F32);
   const int64_t negative_dims[] = {2, -5};
-  EXPECT_NE(InferError(Node("ConstantOfShape").in(T("shape", {2}, I64, negative_dims))).find("negative"),
+  EXPECT_NE(InferError(Node("ConstantOfShape").in(tensor("shape", {2}, I64, negative_dims))).find("negative"),
             std::string::npos);
 
   auto range = [](kite_dtype dtype, const void* a, const void* b, const void* d) {
     Node r("Range", "r");
-    r.in(T("start", {}, dtype, a)).in(T("limit", {}, dtype, b)).in(T("delta", {}, dtype, d));
+    r.in(tensor("start", {}, dtype, a)).in(tensor("limit", {}, dtype, b)).in(tensor("delta", {}, dtype, d));
     return r;
   };
   const float f0 = 0.0f, f1 = 1.0f, f_step = 0.3f, f_zero = 0.0f;
@@ -1008,94 +988,96 @@ TEST(OpsShape, ExpandTileShapeConstantOfShapeRange) {
   const int32_t a32 = 1, b32 = 7, d32 = 2;
   EXPECT_EQ(InferShape(range(I32, &a32, &b32, &d32)), (Shape{3}));
   Node range_unknown("Range", "r");
-  range_unknown.in(T("start", {}, I64)).in(T("limit", {}, I64)).in(T("delta", {}, I64));
+  range_unknown.in(tensor("start", {}, I64)).in(tensor("limit", {}, I64)).in(tensor("delta", {}, I64));
   std::string err;
-  EXPECT_TRUE(kite::ops::check_declared_outputs(range_unknown.n, {T("y", {17}, I64)}, &err)) << err;
-  EXPECT_FALSE(kite::ops::check_declared_outputs(range_unknown.n, {T("y", {17}, F32)}, &err));
+  EXPECT_TRUE(kite::ops::check_declared_outputs(range_unknown.n, {tensor("y", {17}, I64)}, &err)) << err;
+  EXPECT_FALSE(kite::ops::check_declared_outputs(range_unknown.n, {tensor("y", {17}, F32)}, &err));
 }
 
 TEST(OpsReduce, AxesKeepdimsArgMax) {
-  EXPECT_EQ(InferShape(Node("ReduceMean").in(T("x", {2, 3, 4})).ints("axes", {1})),
+  EXPECT_EQ(InferShape(Node("ReduceMean").in(tensor("x", {2, 3, 4})).ints("axes", {1})),
             (Shape{2, 1, 4}));
-  EXPECT_EQ(InferShape(Node("ReduceMax").in(T("x", {2, 3, 4})).ints("axes", {-1, 0}).i("keepdims", 0)),
+  EXPECT_EQ(InferShape(Node("ReduceMax").in(tensor("x", {2, 3, 4})).ints("axes", {-1, 0}).i("keepdims", 0)),
             (Shape{3}));
-  EXPECT_EQ(InferShape(Node("ReduceSum").in(T("x", {2, 3, 4})).i("keepdims", 0)), (Shape{}));
+  EXPECT_EQ(InferShape(Node("ReduceSum").in(tensor("x", {2, 3, 4})).i("keepdims", 0)), (Shape{}));
   const int64_t axes[] = {2};
-  EXPECT_EQ(InferShape(Node("ReduceSum").in(T("x", {2, 3, 4})).in(T("axes", {1}, I64, axes))),
+  EXPECT_EQ(InferShape(Node("ReduceSum").in(tensor("x", {2, 3, 4})).in(tensor("axes", {1}, I64, axes))),
             (Shape{2, 3, 1}));
-  EXPECT_EQ(InferShape(Node("ReduceSum").in(T("x", {2, 3})).in(T("axes", {0}, I64))
+  EXPECT_EQ(InferShape(Node("ReduceSum").in(tensor("x", {2, 3})).in(tensor("axes", {0}, I64))
                            .i("noop_with_empty_axes", 1)),
             (Shape{2, 3}));
-  EXPECT_NE(InferError(Node("ReduceMin").in(T("x", {2, 3})).ints("axes", {2})).find("out of range"),
+  EXPECT_NE(InferError(Node("ReduceMin").in(tensor("x", {2, 3})).ints("axes", {2})).find("out of range"),
             std::string::npos);
   Node unknown("ReduceSum", "r");
-  unknown.in(T("x", {2, 3, 4})).in(T("axes", {1}, I64));
+  unknown.in(tensor("x", {2, 3, 4})).in(tensor("axes", {1}, I64));
   std::string err;
-  EXPECT_TRUE(kite::ops::check_declared_outputs(unknown.n, {T("y", {2, 1, 4})}, &err)) << err;
-  EXPECT_FALSE(kite::ops::check_declared_outputs(unknown.n, {T("y", {2, 2, 4})}, &err));
+  EXPECT_TRUE(kite::ops::check_declared_outputs(unknown.n, {tensor("y", {2, 1, 4})}, &err)) << err;
+  EXPECT_FALSE(kite::ops::check_declared_outputs(unknown.n, {tensor("y", {2, 2, 4})}, &err));
 
   Node arg("ArgMax", "a");
-  arg.in(T("x", {2, 3, 4})).i("axis", 1);
+  arg.in(tensor("x", {2, 3, 4})).i("axis", 1);
   EXPECT_EQ(InferShape(arg), (Shape{2, 1, 4}));
   EXPECT_EQ(InferDtype(arg), I64);
-  EXPECT_EQ(InferShape(Node("ArgMax").in(T("x", {2, 3, 4})).i("axis", -1).i("keepdims", 0)
+  EXPECT_EQ(InferShape(Node("ArgMax").in(tensor("x", {2, 3, 4})).i("axis", -1).i("keepdims", 0)
                            .i("select_last_index", 1)),
             (Shape{2, 3}));
-  EXPECT_NE(InferError(Node("ArgMax").in(T("x", {2, 0}))  .i("axis", 1)).find("empty"),
+  EXPECT_NE(InferError(Node("ArgMax").in(tensor("x", {2, 0}))  .i("axis", 1)).find("empty"),
             std::string::npos);
 }
 
 TEST(OpsShape, Resize) {
   const float scales[] = {1, 1, 2, 1.5f};
   Node r("Resize", "up");
-  r.in(T("x", {1, 3, 10, 10})).in(Absent()).in(T("scales", {4}, F32, scales));
+  r.in(tensor("x", {1, 3, 10, 10})).in(absent()).in(tensor("scales", {4}, F32, scales));
   EXPECT_EQ(InferShape(r), (Shape{1, 3, 20, 15}));
   const int64_t sizes[] = {1, 3, 7, 9};
   Node rs("Resize", "up");
-  rs.in(T("x", {1, 3, 10, 10})).in(T("roi", {0})).in(T("scales", {0})).in(T("sizes", {4}, I64, sizes));
+  rs.in(tensor("x", {1, 3, 10, 10})).in(tensor("roi", {0})).in(tensor("scales", {0}))
+      .in(tensor("sizes", {4}, I64, sizes));
   EXPECT_EQ(InferShape(rs), (Shape{1, 3, 7, 9}));
   const int64_t sizes2[] = {20, 30};
   Node keep("Resize", "up");
-  keep.in(T("x", {1, 3, 10, 10})).in(Absent()).in(Absent()).in(T("sizes", {2}, I64, sizes2))
+  keep.in(tensor("x", {1, 3, 10, 10})).in(absent()).in(absent()).in(tensor("sizes", {2}, I64, sizes2))
       .ints("axes", {2, 3}).s("keep_aspect_ratio_policy", "not_larger");
   EXPECT_EQ(InferShape(keep), (Shape{1, 3, 20, 20}));
   Node both("Resize", "up");
-  both.in(T("x", {1, 3, 10, 10})).in(Absent()).in(T("scales", {4}, F32, scales))
-      .in(T("sizes", {4}, I64, sizes));
+  both.in(tensor("x", {1, 3, 10, 10})).in(absent()).in(tensor("scales", {4}, F32, scales))
+      .in(tensor("sizes", {4}, I64, sizes));
   EXPECT_NE(InferError(both).find("exactly one"), std::string::npos);
   const float bad_scales[] = {1, 1, -2, 1};
   Node neg("Resize", "up");
-  neg.in(T("x", {1, 3, 10, 10})).in(Absent()).in(T("scales", {4}, F32, bad_scales));
+  neg.in(tensor("x", {1, 3, 10, 10})).in(absent()).in(tensor("scales", {4}, F32, bad_scales));
   EXPECT_NE(InferError(neg).find("invalid size"), std::string::npos);
   Node mode("Resize", "up");
-  mode.in(T("x", {1, 3, 10, 10})).in(Absent()).in(T("scales", {4}, F32, scales)).s("mode", "area");
+  mode.in(tensor("x", {1, 3, 10, 10})).in(absent()).in(tensor("scales", {4}, F32, scales)).s("mode", "area");
   EXPECT_NE(InferError(mode).find("'mode'"), std::string::npos);
 }
 
 TEST(OpsShape, Pad) {
   const int64_t pads[] = {0, 1, 2, 0, 3, -1};
   Node p("Pad", "p");
-  p.in(T("x", {2, 4, 5})).in(T("pads", {6}, I64, pads));
+  p.in(tensor("x", {2, 4, 5})).in(tensor("pads", {6}, I64, pads));
   EXPECT_EQ(InferShape(p), (Shape{2, 8, 6}));
   const int64_t axis_pads[] = {1, 2};
   const int64_t axes[] = {-1};
   Node pa("Pad", "p");
-  pa.in(T("x", {2, 4, 5})).in(T("pads", {2}, I64, axis_pads)).in(T("v", {})).in(T("axes", {1}, I64, axes));
+  pa.in(tensor("x", {2, 4, 5})).in(tensor("pads", {2}, I64, axis_pads)).in(tensor("v", {}))
+      .in(tensor("axes", {1}, I64, axes));
   EXPECT_EQ(InferShape(pa), (Shape{2, 4, 8}));
   const int64_t big[] = {0, 5, 0, 0};
   Node reflect("Pad", "p");
-  reflect.in(T("x", {2, 5})).in(T("pads", {4}, I64, big)).s("mode", "reflect");
+  reflect.in(tensor("x", {2, 5})).in(tensor("pads", {4}, I64, big)).s("mode", "reflect");
   EXPECT_NE(InferError(reflect).find("reflect pads must be smaller"), std::string::npos);
   Node edge("Pad", "p");
-  edge.in(T("x", {2, 5})).in(T("pads", {4}, I64, big)).s("mode", "edge");
+  edge.in(tensor("x", {2, 5})).in(tensor("pads", {4}, I64, big)).s("mode", "edge");
   EXPECT_EQ(InferShape(edge), (Shape{2, 10}));
   const int64_t crop[] = {0, -6, 0, 0};
   Node too_much("Pad", "p");
-  too_much.in(T("x", {2, 5})).in(T("pads", {4}, I64, crop));
+  too_much.in(tensor("x", {2, 5})).in(tensor("pads", {4}, I64, crop));
   EXPECT_NE(InferError(too_much).find("remove more"), std::string::npos);
-  EXPECT_EQ(InferShape(Node("Pad").in(T("x", {2, 5})).ints("pads", {1, 1, 1, 1})), (Shape{4, 7}));
+  EXPECT_EQ(InferShape(Node("Pad").in(tensor("x", {2, 5})).ints("pads", {1, 1, 1, 1})), (Shape{4, 7}));
   Node wrong_len("Pad", "p");
-  wrong_len.in(T("x", {2, 5})).in(T("pads", {2}, I64, big));
+  wrong_len.in(tensor("x", {2, 5})).in(tensor("pads", {2}, I64, big));
   EXPECT_NE(InferError(wrong_len).find("expected 4"), std::string::npos);
 }
 
@@ -1104,8 +1086,8 @@ TEST(OpsRecurrent, ShapesAndRefusals) {
   auto lstm = [](int64_t layout, const void* lens) {
     Node n("LSTM", "enc");
     const Shape x = layout == 0 ? Shape{5, 2, 4} : Shape{2, 5, 4};
-    n.in(T("x", x)).in(T("w", {2, 12, 4})).in(T("r", {2, 12, 3})).in(Absent());
-    n.in(lens ? T("lens", {2}, I32, lens) : Absent());
+    n.in(tensor("x", x)).in(tensor("w", {2, 12, 4})).in(tensor("r", {2, 12, 3})).in(absent());
+    n.in(lens ? tensor("lens", {2}, I32, lens) : absent());
     n.s("direction", "bidirectional").i("hidden_size", 3).i("layout", layout).outputs(3);
     return n;
   };
@@ -1122,13 +1104,13 @@ TEST(OpsRecurrent, ShapesAndRefusals) {
   EXPECT_NE(err.find("'lens' holds 3 for batch entry 1"), std::string::npos) << err;
   // R's gate count must match the op; hidden_size must match R.
   Node gru("GRU", "g");
-  gru.in(T("x", {5, 2, 4})).in(T("w", {1, 12, 4})).in(T("r", {1, 12, 3})).outputs(2);
+  gru.in(tensor("x", {5, 2, 4})).in(tensor("w", {1, 12, 4})).in(tensor("r", {1, 12, 3})).outputs(2);
   EXPECT_NE(InferError(gru).find("input 'r' has shape"), std::string::npos) << InferError(gru);
   Node rnn("RNN", "r");
-  rnn.in(T("x", {5, 2, 4})).in(T("w", {1, 3, 4})).in(T("r", {1, 3, 3})).i("hidden_size", 4);
+  rnn.in(tensor("x", {5, 2, 4})).in(tensor("w", {1, 3, 4})).in(tensor("r", {1, 3, 3})).i("hidden_size", 4);
   EXPECT_NE(InferError(rnn).find("'hidden_size' is 4"), std::string::npos) << InferError(rnn);
   Node act("RNN", "r");
-  act.in(T("x", {5, 2, 4})).in(T("w", {1, 3, 4})).in(T("r", {1, 3, 3}));
+  act.in(tensor("x", {5, 2, 4})).in(tensor("w", {1, 3, 4})).in(tensor("r", {1, 3, 3}));
   Attr a;
   a.name = "activations";
   a.type = KITE_ATTR_STRINGS;
@@ -1139,19 +1121,19 @@ TEST(OpsRecurrent, ShapesAndRefusals) {
 
 TEST(OpsRecurrent, GridSample) {
   Node n("GridSample", "gs");
-  n.in(T("x", {2, 3, 5, 7})).in(T("grid", {2, 4, 6, 2}));
+  n.in(tensor("x", {2, 3, 5, 7})).in(tensor("grid", {2, 4, 6, 2}));
   EXPECT_EQ(InferShape(n), (Shape{2, 3, 4, 6}));
   Node bad("GridSample", "gs");
-  bad.in(T("x", {1, 1, 3, 2, 2})).in(T("grid", {1, 2, 2, 2, 3}));
+  bad.in(tensor("x", {1, 1, 3, 2, 2})).in(tensor("grid", {1, 2, 2, 2, 3}));
   EXPECT_NE(InferError(bad).find("4-D inputs"), std::string::npos) << InferError(bad);
   Node mode("GridSample", "gs");
-  mode.in(T("x", {2, 3, 5, 7})).in(T("grid", {2, 4, 6, 2})).s("mode", "area");
+  mode.in(tensor("x", {2, 3, 5, 7})).in(tensor("grid", {2, 4, 6, 2})).s("mode", "area");
   EXPECT_NE(InferError(mode).find("'mode' is 'area'"), std::string::npos) << InferError(mode);
 }
 
 TEST(OpsShape, IfIsLeftToTheConverter) {
   Node n("If", "branch");
-  n.in(T("cond", {}, BOOL));
+  n.in(tensor("cond", {}, BOOL));
   EXPECT_NE(InferError(n).find("then_branch"), std::string::npos);
 }
 
@@ -1194,14 +1176,14 @@ TEST(OpsRandomized, HostileNodesNeverCrashAndAgree) {
     buffers.reserve(8);
     for (int64_t i = 0; i < num_inputs; ++i) {
       if (pick(8) == 0) {
-        b.in(Absent());
+        b.in(absent());
         continue;
       }
       Shape shape;
       const int64_t rank = pick(10) < 8 ? pick(5) : pick(10);
       for (int64_t k = 0; k < rank; ++k) shape.push_back(dim_values[pick(13) < 9 ? pick(9) : pick(13)]);
       const kite_dtype dtype = pick(4) ? node_dtype : dtypes[pick(11)];
-      TensorType t = T("in" + std::to_string(i), shape, dtype);
+      TensorType t = tensor("in" + std::to_string(i), shape, dtype);
       int64_t numel = 0;
       if (pick(2) == 0 && kite::ops::checked_numel(shape, &numel) && numel <= 64 &&
           kite::ops::dtype_size(dtype) > 0) {

@@ -33,6 +33,7 @@
 #include "src/fold_policy.h"
 #include "src/infer_shapes.h"
 #include "src/ref_eval.h"
+#include "test_models.h"
 #include "writer/kite_writer.h"
 
 namespace {
@@ -42,38 +43,13 @@ using kite::ir::Model;
 using kite::ir::Node;
 using kite::ir::Tensor;
 using kite::ir::TensorKind;
+using kite::ops::float_attr;
+using kite::ops::graph_attr;
+using kite::ops::int_attr;
+using kite::ops::ints_attr;
 using Shape = std::vector<int64_t>;
 
 constexpr double kTol = 2e-5;
-
-Attr ints(const std::string& name, std::vector<int64_t> v) {
-  Attr a;
-  a.name = name;
-  a.type = KITE_ATTR_INTS;
-  a.ints = std::move(v);
-  return a;
-}
-Attr int1(const std::string& name, int64_t v) {
-  Attr a;
-  a.name = name;
-  a.type = KITE_ATTR_INT;
-  a.i = v;
-  return a;
-}
-Attr flt(const std::string& name, float v) {
-  Attr a;
-  a.name = name;
-  a.type = KITE_ATTR_FLOAT;
-  a.f = v;
-  return a;
-}
-Attr graph_attr(const std::string& name, int g) {
-  Attr a;
-  a.name = name;
-  a.type = KITE_ATTR_GRAPH;
-  a.i = g;
-  return a;
-}
 
 // Builds a model node by node; every output's dtype and shape come from the
 // shared op rules (kite::ops::infer_types), without folding anything.
@@ -405,9 +381,9 @@ TEST(FoldConstants, ShapeSubgraphFoldsCompletely) {
   Builder b;
   const int x = b.input("x", {2, 3, 4});
   const int shape = b.node("Shape", {x});
-  const int dim0 = b.node("Gather", {shape, b.ints_constant("zero", {0})}, {int1("axis", 0)});
+  const int dim0 = b.node("Gather", {shape, b.ints_constant("zero", {0})}, {int_attr("axis", 0)});
   const int rest = b.ints_constant("minus_one", {-1});
-  const int target = b.node("Concat", {dim0, rest}, {int1("axis", 0)});
+  const int target = b.node("Concat", {dim0, rest}, {int_attr("axis", 0)});
   b.output(b.declared("Reshape", {b.node("Relu", {x}), target}, KITE_DTYPE_FLOAT32, {2, 12}));
   const Model opt = optimized(b.model(), {kite::passes::fold_constants});
   EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Relu", 1}, {"Reshape", 1}}));
@@ -422,7 +398,7 @@ TEST(FoldConstants, BroadcastIsNotWrittenUnlessItsConsumerFolds) {
   const int y1 = b.node("Add", {x, expanded});
   // Expand(scalar) read only by a folding ReduceSum: folds away completely.
   const int expanded2 = b.node("Expand", {b.scalar("d", 0.25f), big_shape});
-  const int total = b.node("ReduceSum", {expanded2, b.ints_constant("axes", {0, 1})}, {int1("keepdims", 0)});
+  const int total = b.node("ReduceSum", {expanded2, b.ints_constant("axes", {0, 1})}, {int_attr("keepdims", 0)});
   b.output(b.node("Mul", {y1, total}));
   PassResult r;
   const Model opt = optimized(b.model(), {kite::passes::fold_constants}, &r);
@@ -437,8 +413,8 @@ TEST(FoldConstants, CastFoldsOnlyWhenExact) {
   for (const float v : {2.0f, 2.5f}) {
     Builder b;
     const int x = b.input("x", {3});
-    const int as_int = b.node("Cast", {b.scalar("v", v)}, {int1("to", 7)});  // INT64
-    const int back = b.node("Cast", {as_int}, {int1("to", 1)});             // FLOAT
+    const int as_int = b.node("Cast", {b.scalar("v", v)}, {int_attr("to", 7)});  // INT64
+    const int back = b.node("Cast", {as_int}, {int_attr("to", 1)});                // FLOAT
     b.output(b.node("Mul", {x, back}));
     const Model opt = optimized(b.model(), {kite::passes::fold_constants});
     if (v == 2.0f) {
@@ -512,7 +488,7 @@ TEST(FoldPolicy, SizeCapIsTheSameOnBothPaths) {
     Builder b;
     const int x = b.input("x", {1});
     const int big = b.node("Expand", {b.scalar("c", 0.5f), b.ints_constant("shape", {rows, kRow})});
-    const int sum = b.node("ReduceSum", {big}, {int1("keepdims", 0)});
+    const int sum = b.node("ReduceSum", {big}, {int_attr("keepdims", 0)});
     b.output(b.node("Add", {x, sum}));
     Model m = b.model();
     m.main().nodes.resize(1);  // only the Expand, to ask about it alone
@@ -559,7 +535,7 @@ TEST(FoldPolicy, BloatReadOnlyByFoldingNodesFoldsAfterShapeInference) {
   Builder b;
   const int x = b.input("x", {2});
   const int expanded = b.node("Expand", {b.scalar("c", 0.25f), b.ints_constant("shape", {n})});
-  const int total = b.node("ReduceSum", {expanded}, {int1("keepdims", 0)});
+  const int total = b.node("ReduceSum", {expanded}, {int_attr("keepdims", 0)});
   b.output(b.node("Mul", {x, total}));
   const FoldPaths p = fold_both_ways(b.model());
   ASSERT_TRUE(p.infer_ok) << p.infer_error;
@@ -588,10 +564,10 @@ TEST(FoldPolicy, CastAcrossDtypesIsTheSameOnBothPaths) {
     const int x = b.input("x", {1});
     int cast;
     if (k < 2) {
-      cast = b.node("Cast", {b.scalar("v", k == 0 ? 2.0f : 2.5f)}, {int1("to", 7)});  // INT64
-      cast = b.node("Cast", {cast}, {int1("to", 1)});  // back to FLOAT: exact either way
+      cast = b.node("Cast", {b.scalar("v", k == 0 ? 2.0f : 2.5f)}, {int_attr("to", 7)});  // INT64
+      cast = b.node("Cast", {cast}, {int_attr("to", 1)});  // back to FLOAT: exact either way
     } else {
-      cast = b.node("Cast", {b.ints_constant("big", {9007199254740993})}, {int1("to", 1)});
+      cast = b.node("Cast", {b.ints_constant("big", {9007199254740993})}, {int_attr("to", 1)});
     }
     b.output(b.node("Mul", {x, cast}));
     const FoldPaths p = fold_both_ways(b.model());
@@ -668,22 +644,19 @@ TEST(ReferenceEvaluator, AgreesWithTheCpuKernels) {
   std::vector<std::pair<std::string, int>> cases;
   auto add = [&](const std::string& what, int out) { cases.emplace_back(what, out); };
   add("Mod int64 fmod=0", b.node("Mod", {a, d}));
-  add("Mod int64 fmod=1", b.node("Mod", {a, d}, {int1("fmod", 1)}));
-  add("Mod float fmod=1", b.node("Mod", {f, g}, {int1("fmod", 1)}));
+  add("Mod int64 fmod=1", b.node("Mod", {a, d}, {int_attr("fmod", 1)}));
+  add("Mod float fmod=1", b.node("Mod", {f, g}, {int_attr("fmod", 1)}));
   add("IsNaN", b.node("IsNaN", {sp}));
-  add("IsInf positive", b.node("IsInf", {sp}, {int1("detect_negative", 0)}));
+  add("IsInf positive", b.node("IsInf", {sp}, {int_attr("detect_negative", 0)}));
   add("Trilu upper", b.node("Trilu", {f}));
-  add("Trilu lower k=-1", b.node("Trilu", {a, kc}, {int1("upper", 0)}));
+  add("Trilu lower k=-1", b.node("Trilu", {a, kc}, {int_attr("upper", 0)}));
   add("CumSum", b.node("CumSum", {f, ax}));
-  add("CumSum exclusive reverse", b.node("CumSum", {a, ax}, {int1("exclusive", 1), int1("reverse", 1)}));
-  add("GatherElements", b.node("GatherElements", {f, gic}, {int1("axis", 1)}));
+  add("CumSum exclusive reverse", b.node("CumSum", {a, ax}, {int_attr("exclusive", 1), int_attr("reverse", 1)}));
+  add("GatherElements", b.node("GatherElements", {f, gic}, {int_attr("axis", 1)}));
   for (const char* reduction : {"none", "add", "mul", "max", "min"}) {
-    Attr r;
-    r.name = "reduction";
-    r.type = KITE_ATTR_STRING;
-    r.s = reduction;
     // "none" with a repeated index keeps the last update, on both sides.
-    add(std::string("ScatterND ") + reduction, b.node("ScatterND", {f, sic, upd}, {r}));
+    add(std::string("ScatterND ") + reduction,
+        b.node("ScatterND", {f, sic, upd}, {kite::ops::string_attr("reduction", reduction)}));
   }
   const Model& m = b.model();
   for (size_t c = 0; c < cases.size(); ++c) {
@@ -721,7 +694,7 @@ Builder if_model(int cond_kind /* 0: const false, 1: const true, 2: run time */)
   b.graph_output(else_g, b.node("Relu", {b.node("Add", {x, b.scalar("one", 1.0f)}, {}, else_g)}, {}, else_g));
   int cond;
   if (cond_kind == 2) {
-    const int sum = b.node("ReduceSum", {x}, {int1("keepdims", 0)});
+    const int sum = b.node("ReduceSum", {x}, {int_attr("keepdims", 0)});
     cond = b.node("Greater", {sum, b.scalar("zero", 0.0f)});
   } else {
     cond = b.bool_constant("cond", cond_kind == 1);
@@ -795,8 +768,8 @@ TEST(EliminateCommonSubexpressions, IdenticalNodesMerge) {
 TEST(EliminateCommonSubexpressions, DifferentAttributesDoNotMerge) {
   Builder b;
   const int x = b.input("x", {4});
-  const int l1 = b.node("LeakyRelu", {x}, {flt("alpha", 0.1f)});
-  const int l2 = b.node("LeakyRelu", {x}, {flt("alpha", 0.2f)});
+  const int l1 = b.node("LeakyRelu", {x}, {float_attr("alpha", 0.1f)});
+  const int l2 = b.node("LeakyRelu", {x}, {float_attr("alpha", 0.2f)});
   b.output(b.node("Add", {l1, l2}));
   const Model opt = optimized(b.model(), {kite::passes::eliminate_common_subexpressions});
   EXPECT_EQ(op_counts(opt)["LeakyRelu"], 2);
@@ -823,21 +796,21 @@ int batch_norm(Builder& b, int x, int64_t channels, float epsilon = 1e-3f) {
   const int bias = b.random_constant("bn_bias", {channels}, -0.5f, 0.5f);
   const int mean = b.random_constant("bn_mean", {channels}, -0.3f, 0.3f);
   const int var = b.random_constant("bn_var", {channels}, 0.2f, 1.5f);
-  return b.node("BatchNormalization", {x, scale, bias, mean, var}, {flt("epsilon", epsilon)});
+  return b.node("BatchNormalization", {x, scale, bias, mean, var}, {float_attr("epsilon", epsilon)});
 }
 
 TEST(FoldBatchNorm, IntoConvConvTransposeAndGemm) {
   Builder b;
   const int x = b.input("x", {1, 4, 6, 6});
   const int conv = b.node("Conv", {x, b.random_constant("w", {6, 2, 3, 3}), b.random_constant("cb", {6})},
-                          {ints("pads", {1, 1, 1, 1}), int1("group", 2)});
+                          {ints_attr("pads", {1, 1, 1, 1}), int_attr("group", 2)});
   const int y1 = batch_norm(b, conv, 6);
   const int deconv = b.node("ConvTranspose", {y1, b.random_constant("wt", {6, 2, 2, 2})},
-                            {int1("group", 3), ints("strides", {2, 2})});
+                            {int_attr("group", 3), ints_attr("strides", {2, 2})});
   const int y2 = batch_norm(b, deconv, 6);
   const int flat = b.node("Flatten", {y2});
   const int gemm = b.node("Gemm", {flat, b.random_constant("gw", {5, 864}), b.random_constant("gc", {5})},
-                          {int1("transB", 1), flt("beta", 0.5f)});
+                          {int_attr("transB", 1), float_attr("beta", 0.5f)});
   b.output(batch_norm(b, gemm, 5, 1e-5f));
   PassResult r;
   const Model opt = optimized(b.model(), {kite::passes::fold_batch_norm}, &r);
@@ -861,12 +834,12 @@ TEST(FoldBatchNorm, ConvOutputWithASecondReaderIsKept) {
 TEST(FoldScaleIntoWeights, PerChannelMulAndAddFoldIntoConvAndMatMul) {
   Builder b;
   const int x = b.input("x", {1, 3, 4, 4});
-  const int conv = b.node("Conv", {x, b.random_constant("w", {5, 3, 3, 3})}, {ints("pads", {1, 1, 1, 1})});
+  const int conv = b.node("Conv", {x, b.random_constant("w", {5, 3, 3, 3})}, {ints_attr("pads", {1, 1, 1, 1})});
   const int scaled = b.node("Mul", {b.random_constant("s", {5, 1, 1}, 0.5f, 2.0f), conv});
   const int shifted = b.node("Sub", {scaled, b.random_constant("h", {1, 5, 1, 1})});
   const int divided = b.node("Div", {shifted, b.scalar("d", 4.0f)});
   // MatMul + bias then a per-column scale (a layer scale).
-  const int t = b.node("Transpose", {divided}, {ints("perm", {0, 2, 3, 1})});
+  const int t = b.node("Transpose", {divided}, {ints_attr("perm", {0, 2, 3, 1})});
   const int mm = b.node("MatMul", {t, b.random_constant("mw", {5, 7})});
   const int biased = b.node("Add", {mm, b.random_constant("mb", {7})});
   b.output(b.node("Mul", {biased, b.random_constant("gamma", {7}, 0.1f, 1.0f)}));
@@ -880,7 +853,7 @@ TEST(FoldScaleIntoWeights, LayerScaleAfterAPermuteMovesThroughTheTranspose) {
   const int x = b.input("x", {1, 2, 2, 6});
   const int mm = b.node("MatMul", {x, b.random_constant("w", {6, 4})});
   const int lin = b.node("Add", {mm, b.random_constant("bias", {4})});
-  const int nchw = b.node("Transpose", {lin}, {ints("perm", {0, 3, 1, 2})});
+  const int nchw = b.node("Transpose", {lin}, {ints_attr("perm", {0, 3, 1, 2})});
   b.output(b.node("Mul", {b.random_constant("gamma", {4, 1, 1}, 0.1f, 1.0f), nchw}));
   PassResult r;
   const Model opt = optimized(b.model(), {kite::passes::fold_scale_into_weights}, &r);
@@ -900,12 +873,12 @@ TEST(FoldScaleIntoWeights, SpatiallyVaryingConstantIsKept) {
 TEST(MergeTransposeReshape, ChainsCollapse) {
   Builder b;
   const int x = b.input("x", {2, 3, 4, 5});
-  const int t1 = b.node("Transpose", {x}, {ints("perm", {0, 2, 3, 1})});
-  const int t2 = b.node("Transpose", {t1}, {ints("perm", {0, 3, 1, 2})});  // undoes t1
-  const int t3 = b.node("Transpose", {b.node("Relu", {t2})}, {ints("perm", {1, 0, 2, 3})});
-  const int t4 = b.node("Transpose", {t3}, {ints("perm", {0, 1, 3, 2})});  // t3 then t4: one Transpose
+  const int t1 = b.node("Transpose", {x}, {ints_attr("perm", {0, 2, 3, 1})});
+  const int t2 = b.node("Transpose", {t1}, {ints_attr("perm", {0, 3, 1, 2})});  // undoes t1
+  const int t3 = b.node("Transpose", {b.node("Relu", {t2})}, {ints_attr("perm", {1, 0, 2, 3})});
+  const int t4 = b.node("Transpose", {t3}, {ints_attr("perm", {0, 1, 3, 2})});  // t3 then t4: one Transpose
   const int r1 = b.node("Reshape", {t4, b.ints_constant("s1", {6, 20})});
-  const int f = b.node("Flatten", {r1}, {int1("axis", 0)});
+  const int f = b.node("Flatten", {r1}, {int_attr("axis", 0)});
   b.output(b.node("Unsqueeze", {f, b.ints_constant("axes", {0})}));
   PassResult r;
   const Model opt = optimized(b.model(), {kite::passes::merge_transpose_reshape}, &r);
@@ -919,8 +892,8 @@ TEST(MergeTransposeReshape, ChainsCollapse) {
 TEST(MergeTransposeReshape, InnerResultWithAnotherReaderIsKept) {
   Builder b;
   const int x = b.input("x", {2, 3, 4});
-  const int t1 = b.node("Transpose", {x}, {ints("perm", {1, 0, 2})});
-  const int t2 = b.node("Transpose", {t1}, {ints("perm", {0, 2, 1})});
+  const int t1 = b.node("Transpose", {x}, {ints_attr("perm", {1, 0, 2})});
+  const int t2 = b.node("Transpose", {t1}, {ints_attr("perm", {0, 2, 1})});
   b.output(t2);
   b.output(b.node("Relu", {t1}));
   const Model opt = optimized(b.model(), {kite::passes::merge_transpose_reshape});
@@ -984,10 +957,10 @@ TEST(FuseGelu, IntermediateWithAnotherReaderIsNotFused) {
 
 // torch's LayerNorm below opset 17.
 int layer_norm_decomposed(Builder& b, int x, int64_t d) {
-  const int mean = b.node("ReduceMean", {x}, {ints("axes", {-1})});
+  const int mean = b.node("ReduceMean", {x}, {ints_attr("axes", {-1})});
   const int diff = b.node("Sub", {x, mean});
   const int sq = b.node("Pow", {diff, b.scalar("two", 2.0f)});
-  const int var = b.node("ReduceMean", {sq}, {ints("axes", {-1})});
+  const int var = b.node("ReduceMean", {sq}, {ints_attr("axes", {-1})});
   const int ve = b.node("Add", {var, b.scalar("eps", 1e-5f)});
   const int sd = b.node("Sqrt", {ve});
   const int norm = b.node("Div", {diff, sd});
@@ -1028,7 +1001,7 @@ TEST(FuseSkipLayerNorm, AddThenLayerNorm) {
   const int skip = b.input("skip", {2, 4, 8});
   const int sum = b.node("Add", {x, skip});
   const int y = b.node("LayerNormalization", {sum, b.random_constant("g", {8}), b.random_constant("bb", {8})},
-                       {int1("axis", -1), flt("epsilon", 1e-6f)});
+                       {int_attr("axis", -1), float_attr("epsilon", 1e-6f)});
   b.output(y);
   const Model opt = optimized(b.model(), {kite::passes::fuse_skip_layer_norm});
   ASSERT_EQ(opt.main().nodes.size(), 1u);
@@ -1060,20 +1033,20 @@ TEST(FuseSkipLayerNorm, BroadcastingAddIsNotAResidual) {
   Builder b;
   const int x = b.input("x", {2, 4, 8});
   const int sum = b.node("Add", {x, b.input("row", {1, 1, 8})});
-  b.output(b.node("LayerNormalization", {sum, b.random_constant("g", {8})}, {int1("axis", -1)}));
+  b.output(b.node("LayerNormalization", {sum, b.random_constant("g", {8})}, {int_attr("axis", -1)}));
   const Model opt = optimized(b.model(), {kite::passes::fuse_skip_layer_norm});
   EXPECT_EQ(op_counts(opt), (std::map<std::string, int>{{"Add", 1}, {"LayerNormalization", 1}}));
 }
 
 // softmax(q kt / sqrt(d) + mask) v over [1, 2, S, D] heads.
 int attention(Builder& b, int q, int k, int v, bool mask, bool scale_q) {
-  const int kt = b.node("Transpose", {k}, {ints("perm", {0, 1, 3, 2})});
+  const int kt = b.node("Transpose", {k}, {ints_attr("perm", {0, 1, 3, 2})});
   int qq = q;
   if (scale_q) qq = b.node("Mul", {q, b.scalar("qscale", 0.5f)});
   int s = b.node("MatMul", {qq, kt});
   if (!scale_q) s = b.node("Div", {s, b.scalar("sqrt_d", 2.0f)});
   if (mask) s = b.node("Add", {s, b.random_constant("mask", {1, 1, 5, 6}, -3.0f, 0.0f)});
-  const int p = b.node("Softmax", {s}, {int1("axis", -1)});
+  const int p = b.node("Softmax", {s}, {int_attr("axis", -1)});
   return b.node("MatMul", {p, v});
 }
 
@@ -1150,10 +1123,11 @@ TEST(FuseConvActivation, EveryActivationKind) {
       {"Conv+Sigmoid", [](Builder& b, int c) { return b.node("Sigmoid", {c}); }},
       {"Conv+SiLU", [](Builder& b, int c) { return b.node("Mul", {c, b.node("Sigmoid", {c})}); }},
       {"Conv+HardSwish", [](Builder& b, int c) {
-         return b.node("Mul", {b.node("HardSigmoid", {c}, {flt("alpha", 1.0f / 6.0f), flt("beta", 0.5f)}), c});
+         const int gate = b.node("HardSigmoid", {c}, {float_attr("alpha", 1.0f / 6.0f), float_attr("beta", 0.5f)});
+         return b.node("Mul", {gate, c});
        }},
       {"Conv+HardSwish", [](Builder& b, int c) { return b.node("HardSwish", {c}); }},
-      {"Conv+LeakyRelu", [](Builder& b, int c) { return b.node("LeakyRelu", {c}, {flt("alpha", 0.2f)}); }},
+      {"Conv+LeakyRelu", [](Builder& b, int c) { return b.node("LeakyRelu", {c}, {float_attr("alpha", 0.2f)}); }},
       {"Conv+Gelu", [](Builder& b, int c) { return gelu_erf(b, c); }},
   };
   for (const Case& c : cases) {
@@ -1161,7 +1135,7 @@ TEST(FuseConvActivation, EveryActivationKind) {
     Builder b;
     const int x = b.input("x", {1, 3, 6, 6});
     const int conv = b.node("Conv", {x, b.random_constant("w", {4, 3, 3, 3}), b.random_constant("b", {4})},
-                            {ints("pads", {1, 1, 1, 1}), int1("group", 1)});
+                            {ints_attr("pads", {1, 1, 1, 1}), int_attr("group", 1)});
     b.output(c.act(b, conv));
     const Model opt = optimized(b.model(), {kite::passes::fuse_gelu, kite::passes::fuse_conv_activation});
     ASSERT_EQ(opt.main().nodes.size(), 1u);
@@ -1190,24 +1164,24 @@ Model small_network() {
   Builder b;
   const int x = b.input("x", {1, 3, 8, 8});
   const int conv = b.node("Conv", {x, b.random_constant("w", {8, 3, 3, 3})},
-                          {ints("pads", {1, 1, 1, 1}), ints("strides", {2, 2})});
+                          {ints_attr("pads", {1, 1, 1, 1}), ints_attr("strides", {2, 2})});
   const int bn = batch_norm(b, conv, 8);
   const int act = b.node("Mul", {bn, b.node("Sigmoid", {bn})});
   const int id = b.node("Identity", {act});
   // tokens: [1, 16, 8] via a Shape-computed Reshape, then Transpose.
   const int shape = b.node("Shape", {id});
-  const int batch = b.node("Gather", {shape, b.ints_constant("i0", {0})}, {int1("axis", 0)});
+  const int batch = b.node("Gather", {shape, b.ints_constant("i0", {0})}, {int_attr("axis", 0)});
   const int target = b.node("Concat", {batch, b.ints_constant("c8", {8}), b.ints_constant("m1", {-1})},
-                            {int1("axis", 0)});
+                            {int_attr("axis", 0)});
   const int tokens = b.node("Transpose", {b.declared("Reshape", {id, target}, KITE_DTYPE_FLOAT32, {1, 8, 16})},
-                            {ints("perm", {0, 2, 1})});
+                            {ints_attr("perm", {0, 2, 1})});
   const int ln = layer_norm_decomposed(b, tokens, 8);
   const int q = b.node("Add", {b.node("MatMul", {ln, b.random_constant("wq", {8, 8})}), b.random_constant("bq", {8})});
   const int k = b.node("MatMul", {ln, b.random_constant("wk", {8, 8})});
   const int v = b.node("MatMul", {ln, b.random_constant("wv", {8, 8})});
-  const int kt = b.node("Transpose", {k}, {ints("perm", {0, 2, 1})});
+  const int kt = b.node("Transpose", {k}, {ints_attr("perm", {0, 2, 1})});
   const int s = b.node("Div", {b.node("MatMul", {q, kt}), b.scalar("sqrt8", 2.828427f)});
-  const int att = b.node("MatMul", {b.node("Softmax", {s}, {int1("axis", -1)}), v});
+  const int att = b.node("MatMul", {b.node("Softmax", {s}, {int_attr("axis", -1)}), v});
   const int res = b.node("Add", {tokens, att});
   const int ln2 = layer_norm_decomposed(b, res, 8);
   const int h = gelu_erf(b, b.node("Add", {b.node("MatMul", {ln2, b.random_constant("w1", {8, 16})}),
@@ -1446,21 +1420,10 @@ TEST(HostileFusedNodes, LoaderRefusesAFusedNodeWithoutBody) {
   const int kt = b.input("kt", {2, 3, 6});
   const int v = b.input("v", {2, 6, 3});
   Model m = b.model();
-  Tensor out;
-  out.name = "out";
-  out.dtype = KITE_DTYPE_FLOAT32;
-  out.shape = {2, 5, 3};
-  out.shape_known = true;
-  out.kind = TensorKind::Output;
-  const int o = m.add_tensor(out);
-  Node n;
-  n.name = "hostile";
-  n.op = "Attention";
+  const int o = m.add_tensor(kite::test::make_tensor("out", KITE_DTYPE_FLOAT32, {2, 5, 3}, TensorKind::Output));
+  Node n = kite::test::make_node("hostile", "Attention", {q, kt, v}, {o}, {float_attr("scale", 1.0f)});
   n.domain = "kite";
   n.fused_pattern = "Attention";
-  n.inputs = {q, kt, v};
-  n.outputs = {o};
-  n.attrs = {flt("scale", 1.0f)};
   m.main().nodes.push_back(n);
   m.main().outputs.push_back(o);
   std::string err;

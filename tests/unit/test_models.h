@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kite/converter/ir.h"
@@ -31,6 +32,17 @@ inline ir::Tensor make_const(const std::string& name, std::vector<int64_t> shape
   return t;
 }
 
+inline ir::Node make_node(const std::string& name, const std::string& op, std::vector<int> inputs,
+                          std::vector<int> outputs, std::vector<ir::Attr> attrs = {}) {
+  ir::Node n;
+  n.name = name;
+  n.op = op;
+  n.inputs = std::move(inputs);
+  n.outputs = std::move(outputs);
+  n.attrs = std::move(attrs);
+  return n;
+}
+
 // y = Relu(x + bias), x: 2x3 input, bias: 3 constant {-1, 0, 1}.
 inline ir::Model add_relu_model() {
   ir::Model m;
@@ -44,17 +56,7 @@ inline ir::Model add_relu_model() {
   g.name = "main";
   g.inputs = {x};
   g.outputs = {y};
-  ir::Node add;
-  add.name = "add0";
-  add.op = "Add";
-  add.inputs = {x, bias};
-  add.outputs = {sum};
-  ir::Node relu;
-  relu.name = "relu0";
-  relu.op = "Relu";
-  relu.inputs = {sum};
-  relu.outputs = {y};
-  g.nodes = {add, relu};
+  g.nodes = {make_node("add0", "Add", {x, bias}, {sum}), make_node("relu0", "Relu", {sum}, {y})};
   m.graphs.push_back(g);
   std::string err;
   kite::memory::plan_memory(&m, 256, &err);
@@ -78,39 +80,18 @@ inline ir::Model conv_relu_add_model(bool fused) {
                                             fused ? ir::TensorKind::Scratch : ir::TensorKind::Activation));
   const int relu = m.add_tensor(make_tensor("relu", KITE_DTYPE_FLOAT32, {1, 4, 5, 5}, ir::TensorKind::Activation));
   const int y = m.add_tensor(make_tensor("y", KITE_DTYPE_FLOAT32, {1, 4, 5, 5}, ir::TensorKind::Output));
-  ir::Node c;
-  c.name = "conv0";
-  c.op = "Conv";
-  c.inputs = {x, wt, bt};
-  c.outputs = {conv};
-  ir::Attr pads;
-  pads.name = "pads";
-  pads.type = KITE_ATTR_INTS;
-  pads.ints = {1, 1, 1, 1};
-  c.attrs = {pads};
-  ir::Node r;
-  r.name = "relu0";
-  r.op = "Relu";
-  r.inputs = {conv};
-  r.outputs = {relu};
-  ir::Node a;
-  a.name = "add0";
-  a.op = "Add";
-  a.inputs = {relu, x};
-  a.outputs = {y};
+  const ir::Attr pads = ops::ints_attr("pads", {1, 1, 1, 1});
+  const ir::Node c = make_node("conv0", "Conv", {x, wt, bt}, {conv}, {pads});
+  const ir::Node r = make_node("relu0", "Relu", {conv}, {relu});
+  const ir::Node a = make_node("add0", "Add", {relu, x}, {y});
   ir::Graph g;
   g.name = "main";
   g.inputs = {x};
   g.outputs = {y};
   if (fused) {
-    ir::Node f;
-    f.name = "conv0+relu0";
-    f.op = "FusedConv";
+    ir::Node f = make_node("conv0+relu0", "FusedConv", {x, wt, bt}, {relu}, {pads});
     f.domain = "kite";
     f.fused_pattern = "conv_relu";
-    f.inputs = {x, wt, bt};
-    f.outputs = {relu};
-    f.attrs = {pads};
     f.body = {c, r};
     g.nodes = {f, a};
   } else {

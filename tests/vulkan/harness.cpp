@@ -11,13 +11,17 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <utility>
 
 #include "cpu_backend.h"
 #include "kite/abi/node.h"
+#include "kite_test_bytes.h"
 
 namespace kite::vktest {
 
 namespace {
+
+using kite::test::bytes_of;
 
 size_t dtype_size(kite_dtype d) { return kite::ops::dtype_size(d); }
 
@@ -38,9 +42,45 @@ std::vector<uint8_t> random_floats(const std::string& name, const Shape& shape, 
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(static_cast<size_t>(numel(shape)));
   for (float& x : v) x = dist(gen);
-  std::vector<uint8_t> bytes(v.size() * 4);
-  if (!v.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());
-  return bytes;
+  return bytes_of(v);
+}
+
+Tensor make_tensor(const std::string& name, const Shape& shape, kite_dtype dtype, Tensor::Kind kind,
+                   std::vector<uint8_t> data = {}) {
+  Tensor t;
+  t.name = name;
+  t.shape = shape;
+  t.dtype = dtype;
+  t.kind = kind;
+  t.data = std::move(data);
+  return t;
+}
+
+// Node k of a graph in backend ABI v2 form, over the graph's ABI tensors.
+// node points into ins, outs and attrs: a NodeAbi stays where it is built.
+struct NodeAbi {
+  std::vector<const kite_backend_tensor2*> ins, outs;
+  std::unique_ptr<kite::abi::AttrTable> attrs;
+  kite_backend_node2 node{};
+};
+
+void fill_node_abi(const Node& n, size_t k, const std::vector<kite_backend_tensor2>& abi, NodeAbi* na) {
+  for (int i : n.inputs) na->ins.push_back(i < 0 ? nullptr : &abi[static_cast<size_t>(i)]);
+  for (int o : n.outputs) na->outs.push_back(o < 0 ? nullptr : &abi[static_cast<size_t>(o)]);
+  na->attrs = std::make_unique<kite::abi::AttrTable>(n.attrs);
+  kite_backend_node2& node = na->node;
+  node.struct_size = sizeof(node);
+  node.index = static_cast<int32_t>(k);
+  node.name = n.name.c_str();
+  node.op = n.op.c_str();
+  node.domain = n.domain.c_str();
+  node.fused_pattern = n.pattern.c_str();
+  node.num_inputs = static_cast<int32_t>(na->ins.size());
+  node.inputs = na->ins.data();
+  node.num_outputs = static_cast<int32_t>(na->outs.size());
+  node.outputs = na->outs.data();
+  node.num_attrs = na->attrs->count();
+  node.attrs = na->attrs->data();
 }
 
 std::mutex g_log_mutex;
@@ -62,56 +102,27 @@ int Graph::add(Tensor t) {
 }
 
 int Graph::input(const std::string& name, const Shape& shape, float lo, float hi) {
-  Tensor t;
-  t.name = name;
-  t.shape = shape;
-  t.kind = Tensor::kInput;
-  t.data = random_floats(name, shape, lo, hi);
-  return add(std::move(t));
+  return add(make_tensor(name, shape, KITE_DTYPE_FLOAT32, Tensor::kInput, random_floats(name, shape, lo, hi)));
 }
 
 int Graph::constant(const std::string& name, const Shape& shape, float lo, float hi) {
-  Tensor t;
-  t.name = name;
-  t.shape = shape;
-  t.kind = Tensor::kConstant;
-  t.data = random_floats(name, shape, lo, hi);
-  return add(std::move(t));
+  return add(make_tensor(name, shape, KITE_DTYPE_FLOAT32, Tensor::kConstant, random_floats(name, shape, lo, hi)));
 }
 
 int Graph::constant_i64(const std::string& name, const Shape& shape, const std::vector<int64_t>& values) {
-  Tensor t;
-  t.name = name;
-  t.shape = shape;
-  t.dtype = KITE_DTYPE_INT64;
-  t.kind = Tensor::kConstant;
-  t.data.resize(values.size() * 8);
-  if (!values.empty()) std::memcpy(t.data.data(), values.data(), t.data.size());
-  return add(std::move(t));
+  return add(make_tensor(name, shape, KITE_DTYPE_INT64, Tensor::kConstant, bytes_of(values)));
 }
 
 int Graph::constant_f32(const std::string& name, const Shape& shape, const std::vector<float>& values) {
-  Tensor t;
-  t.name = name;
-  t.shape = shape;
-  t.kind = Tensor::kConstant;
-  t.data.resize(values.size() * 4);
-  if (!values.empty()) std::memcpy(t.data.data(), values.data(), t.data.size());
-  return add(std::move(t));
+  return add(make_tensor(name, shape, KITE_DTYPE_FLOAT32, Tensor::kConstant, bytes_of(values)));
 }
 
 int Graph::input_i64(const std::string& name, const Shape& shape, const std::vector<int64_t>& values) {
-  const int t = constant_i64(name, shape, values);
-  tensors[static_cast<size_t>(t)].kind = Tensor::kInput;
-  return t;
+  return add(make_tensor(name, shape, KITE_DTYPE_INT64, Tensor::kInput, bytes_of(values)));
 }
 
 int Graph::tensor(const std::string& name, const Shape& shape, kite_dtype dtype) {
-  Tensor t;
-  t.name = name;
-  t.shape = shape;
-  t.dtype = dtype;
-  return add(std::move(t));
+  return add(make_tensor(name, shape, dtype, Tensor::kIntermediate));
 }
 
 std::vector<int> Graph::node(const std::string& op, const std::vector<int>& inputs,
@@ -207,30 +218,12 @@ bool run_cpu(const Graph& g, Values* out, std::string* err) {
   }
   // Prepare every node, then one workspace and one bind, then run in order.
   bool ok = true;
-  std::vector<std::vector<const kite_backend_tensor2*>> ins(g.nodes.size()), outs(g.nodes.size());
-  std::vector<std::unique_ptr<kite::abi::AttrTable>> attrs(g.nodes.size());
-  std::vector<kite_backend_node2> nodes(g.nodes.size());
+  std::vector<NodeAbi> nodes(g.nodes.size());
   std::vector<void*> kernels;
   for (size_t k = 0; k < g.nodes.size() && ok; ++k) {
-    const Node& n = g.nodes[k];
-    for (int i : n.inputs) ins[k].push_back(i < 0 ? nullptr : &abi[static_cast<size_t>(i)]);
-    for (int o : n.outputs) outs[k].push_back(o < 0 ? nullptr : &abi[static_cast<size_t>(o)]);
-    attrs[k] = std::make_unique<kite::abi::AttrTable>(n.attrs);
-    kite_backend_node2& node = nodes[k];
-    node.struct_size = sizeof(node);
-    node.index = static_cast<int32_t>(k);
-    node.name = n.name.c_str();
-    node.op = n.op.c_str();
-    node.domain = n.domain.c_str();
-    node.fused_pattern = n.pattern.c_str();
-    node.num_inputs = static_cast<int32_t>(ins[k].size());
-    node.inputs = ins[k].data();
-    node.num_outputs = static_cast<int32_t>(outs[k].size());
-    node.outputs = outs[k].data();
-    node.num_attrs = attrs[k]->count();
-    node.attrs = attrs[k]->data();
+    fill_node_abi(g.nodes[k], k, abi, &nodes[k]);
     void* kernel = nullptr;
-    if (api->prepare2(backend, &node, &kernel, msg, sizeof(msg)) != KITE_OK) {
+    if (api->prepare2(backend, &nodes[k].node, &kernel, msg, sizeof(msg)) != KITE_OK) {
       *err = std::string("CPU prepare2: ") + msg;
       ok = false;
       break;
@@ -409,32 +402,11 @@ bool run_vulkan(const Graph& g, const VulkanOptions& o, Values* out, std::string
     const Tensor& t = g.tensors[i];
     if (t.alias >= 0) abi[i].offset = abi[static_cast<size_t>(t.alias)].offset + t.alias_offset;
   }
-  struct NodeAbi {
-    std::vector<const kite_backend_tensor2*> ins, outs;
-    std::unique_ptr<kite::abi::AttrTable> attrs;
-    kite_backend_node2 node{};
-  };
   std::vector<NodeAbi> nodes(g.nodes.size());
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
-    NodeAbi& na = nodes[k];
-    for (int i : n.inputs) na.ins.push_back(i < 0 ? nullptr : &abi[static_cast<size_t>(i)]);
-    for (int j : n.outputs) na.outs.push_back(j < 0 ? nullptr : &abi[static_cast<size_t>(j)]);
-    na.attrs = std::make_unique<kite::abi::AttrTable>(n.attrs);
-    kite_backend_node2& node = na.node;
-    node.struct_size = sizeof(node);
-    node.index = static_cast<int32_t>(k);
-    node.name = n.name.c_str();
-    node.op = n.op.c_str();
-    node.domain = n.domain.c_str();
-    node.fused_pattern = n.pattern.c_str();
-    node.num_inputs = static_cast<int32_t>(na.ins.size());
-    node.inputs = na.ins.data();
-    node.num_outputs = static_cast<int32_t>(na.outs.size());
-    node.outputs = na.outs.data();
-    node.num_attrs = na.attrs->count();
-    node.attrs = na.attrs->data();
-    if (!api->supports2(backend, &node, msg, sizeof(msg))) {
+    fill_node_abi(n, k, abi, &nodes[k]);
+    if (!api->supports2(backend, &nodes[k].node, msg, sizeof(msg))) {
       if (report) report->declined.push_back(n.op + " '" + n.name + "': " + msg);
       if (!o.allow_declined) return failed(n.op + " '" + n.name + "' declined");
     }

@@ -41,6 +41,8 @@ Attr int_attr(const std::string& attr_name, int64_t value);
 Attr float_attr(const std::string& attr_name, float value);
 Attr string_attr(const std::string& attr_name, const std::string& value);
 Attr ints_attr(const std::string& attr_name, const std::vector<int64_t>& value);
+// A subgraph: graph is the index of the graph in the model.
+Attr graph_attr(const std::string& attr_name, int64_t graph);
 
 // Replaces the attribute of attr's name, or appends attr when there is none.
 void set_attr(std::vector<Attr>* attrs, Attr attr);

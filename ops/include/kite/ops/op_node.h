@@ -153,6 +153,11 @@ bool check_declared_outputs(const OpNode& node, const std::vector<TensorType>& d
 // Numpy-style broadcast of two shapes; false if incompatible.
 bool broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
                       std::vector<int64_t>* out);
+// The element of `in` that a numpy broadcast of it to `out` reads for
+// element `flat` (row-major) of `out`. in has at most out's rank and each of
+// its dims is 1 or out's (aligned right).
+int64_t broadcast_index(const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                        int64_t flat);
 
 // Geometry of a sliding-window op (Conv, ConvTranspose, MaxPool,
 // AveragePool) with auto_pad resolved into explicit pads, so kernels do not
