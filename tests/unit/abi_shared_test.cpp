@@ -347,7 +347,7 @@ TEST(AbiPermOf, ReversedWhenAbsentElseAPermutation) {
   kite::abi::NodeView v;
   v.op.name = "t";
   v.op.op = "Transpose";
-  v.op.inputs.push_back(Tensor("x", {2, 3, 4}));
+  v.op.inputs.push_back(tensor("x", {2, 3, 4}));
   Shape perm;
   ASSERT_EQ(kite::abi::perm_of(v, &perm), "");
   EXPECT_EQ(perm, Shape({2, 1, 0}));
@@ -371,14 +371,14 @@ kite::abi::NodeView SliceNode(const Shape& in, const std::vector<int64_t>& start
   kite::abi::NodeView v;
   v.op.name = "cut";
   v.op.op = "Slice";
-  v.op.inputs.push_back(Tensor("x", in));
+  v.op.inputs.push_back(tensor("x", in));
   auto ints = [](const char* name, const std::vector<int64_t>& values) {
-    return Tensor(name, {static_cast<int64_t>(values.size())}, KITE_DTYPE_INT64, values.data());
+    return tensor(name, {static_cast<int64_t>(values.size())}, KITE_DTYPE_INT64, values.data());
   };
   v.op.inputs.push_back(ints("starts", starts));
   v.op.inputs.push_back(ints("ends", ends));
-  v.op.inputs.push_back(axes.empty() ? Absent() : ints("axes", axes));
-  v.op.inputs.push_back(steps.empty() ? Absent() : ints("steps", steps));
+  v.op.inputs.push_back(axes.empty() ? absent() : ints("axes", axes));
+  v.op.inputs.push_back(steps.empty() ? absent() : ints("steps", steps));
   return v;
 }
 
@@ -414,7 +414,7 @@ TEST(AbiSliceOf, AttributesBeforeOpset10NameSomeAxes) {
   kite::abi::NodeView v;
   v.op.name = "cut";
   v.op.op = "Slice";
-  v.op.inputs.push_back(Tensor("x", {3, 4}));
+  v.op.inputs.push_back(tensor("x", {3, 4}));
   v.op.attrs = {IntsAttr("starts", {2}), IntsAttr("ends", {3}), IntsAttr("axes", {-1})};
   std::vector<kite::ops::SliceAxis> axes;
   ASSERT_EQ(kite::abi::slice_of(v, "CUDA", &axes), "");
@@ -444,9 +444,9 @@ kite::abi::NodeView SkipLayerNorm(const Shape& a, const Shape& b, bool sum_outpu
   v.op.name = "ln";
   v.op.op = "FusedSkipLayerNorm";
   v.pattern = "Add+LayerNormalization";
-  v.op.inputs = {Tensor("a", a), Tensor("b", b), Tensor("scale", {a.back()})};
-  v.outputs = {Tensor("y", a)};
-  if (sum_output) v.outputs.push_back(Tensor("sum", a));
+  v.op.inputs = {tensor("a", a), tensor("b", b), tensor("scale", {a.back()})};
+  v.outputs = {tensor("y", a)};
+  if (sum_output) v.outputs.push_back(tensor("sum", a));
   return v;
 }
 
@@ -454,7 +454,7 @@ TEST(AbiSkipLayerNorm, AcceptsMatchingFloatInputsAndOutputs) {
   EXPECT_EQ(kite::abi::check_skip_layer_norm(SkipLayerNorm({2, 8}, {2, 8}, false), "CUDA"), "");
   EXPECT_EQ(kite::abi::check_skip_layer_norm(SkipLayerNorm({2, 8}, {2, 8}, true), "Vulkan"), "");
   kite::abi::NodeView absent_sum = SkipLayerNorm({2, 8}, {2, 8}, true);
-  absent_sum.outputs[1] = Absent();
+  absent_sum.outputs[1] = absent();
   EXPECT_EQ(kite::abi::check_skip_layer_norm(absent_sum, "CUDA"), "");
 }
 
@@ -467,7 +467,7 @@ TEST(AbiSkipLayerNorm, RefusesWhatTheKernelsCannotRun) {
   EXPECT_TRUE(Contains(dtype, "input 1 'b' has dtype")) << dtype;
   EXPECT_TRUE(Contains(dtype, "Vulkan")) << dtype;
   kite::abi::NodeView no_a = SkipLayerNorm({2, 8}, {2, 8}, false);
-  no_a.op.inputs[0] = Absent();
+  no_a.op.inputs[0] = absent();
   EXPECT_EQ(kite::abi::check_skip_layer_norm(no_a, "CUDA"), "expects inputs a, b, scale [, bias]");
   kite::abi::NodeView wrong_y = SkipLayerNorm({2, 8}, {2, 8}, true);
   wrong_y.outputs[0].shape = {2, 4};
