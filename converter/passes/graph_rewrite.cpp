@@ -46,14 +46,20 @@ int add_int64_constant(ir::Model* model, const std::string& base, const std::vec
                       values.size() * sizeof(int64_t));
 }
 
-int add_activation_like(ir::Model* model, const std::string& base, int like) {
+int add_activation(ir::Model* model, const std::string& base, kite_dtype dtype,
+                   const std::vector<int64_t>& shape) {
   ir::Tensor t;
   t.name = model->unused_tensor_name(base);
-  t.dtype = tensor_at(*model, like).dtype;
-  t.shape = tensor_at(*model, like).shape;
+  t.dtype = dtype;
+  t.shape = shape;
   t.shape_known = true;
   t.kind = ir::TensorKind::Activation;
   return model->add_tensor(std::move(t));
+}
+
+int add_activation_like(ir::Model* model, const std::string& base, int like) {
+  const ir::Tensor& l = tensor_at(*model, like);
+  return add_activation(model, base, l.dtype, l.shape);
 }
 
 void replace_reads(ir::Model* model, int from, int to) {
