@@ -178,4 +178,58 @@ TEST(LowerEinsum, PipelineLowersAtO2Only) {
   }
 }
 
+// Einsum attention (scores, Softmax, weighted values) through the whole
+// pipeline: lowered, then fused into one Attention node (the key's
+// Transpose stays in front of it). Tolerance: the fused kernel sums the same
+// 4 + 5 products in float and evaluates Softmax with its own exp (within a
+// few 1e-7 relative), so the outputs (|y| <= 1) agree to ~1e-6; 1e-5 is a
+// 10x margin, while a wrong layout moves them by 1e-1.
+TEST(LowerEinsum, EinsumAttentionBecomesAnAttentionNode) {
+  Model m = einsum_model("bhqd,bhkd->bhqk", {{1, 2, 3, 4}, {1, 2, 5, 4}});
+  kite::ir::Graph& g = m.graphs[0];
+  const int scores = g.outputs[0];
+  m.tensors[static_cast<size_t>(scores)].kind = TensorKind::Activation;
+  const int v = m.add_tensor(make_tensor("v", KITE_DTYPE_FLOAT32, {1, 2, 5, 6}, TensorKind::Input));
+  const int probs = m.add_tensor(make_tensor("probs", KITE_DTYPE_FLOAT32, {1, 2, 3, 5}, TensorKind::Activation));
+  const int y = m.add_tensor(make_tensor("out", KITE_DTYPE_FLOAT32, {1, 2, 3, 6}, TensorKind::Output));
+  g.inputs.push_back(v);
+  g.outputs = {y};
+  kite::ir::Node softmax;
+  softmax.name = "softmax";
+  softmax.op = "Softmax";
+  softmax.inputs = {scores};
+  softmax.outputs = {probs};
+  softmax.attrs = {kite::ops::int_attr("axis", -1)};
+  kite::ir::Node values;
+  values.name = "values";
+  values.op = "Einsum";
+  values.inputs = {probs, v};
+  values.outputs = {y};
+  values.attrs = {kite::ops::string_attr("equation", "bhqk,bhkd->bhqd")};
+  g.nodes.push_back(softmax);
+  g.nodes.push_back(values);
+
+  Model opt = m;
+  kite::passes::PipelineReport report;
+  std::string err;
+  ASSERT_TRUE(kite::passes::run_pipeline(&opt, kite::passes::PipelineOptions(), &report, &err)) << err;
+  EXPECT_EQ(ops_of(opt), (std::vector<std::string>{"Transpose", "Attention"}));
+
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<std::vector<float>> inputs = {std::vector<float>(24), std::vector<float>(40),
+                                            std::vector<float>(60)};
+  for (auto& in : inputs) {
+    for (float& x : in) x = dist(rng);
+  }
+  const auto want = kite::test::run_on_cpu(m, inputs);
+  const auto got = kite::test::run_on_cpu(opt, inputs);
+  ASSERT_EQ(want.size(), 1u);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(got[0].size(), want[0].size());
+  for (size_t i = 0; i < want[0].size(); ++i) {
+    EXPECT_NEAR(got[0][i], want[0][i], 1e-5) << "element " << i;
+  }
+}
+
 }  // namespace
