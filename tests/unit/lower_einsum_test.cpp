@@ -153,6 +153,9 @@ TEST(LowerEinsum, SeveralFreeAndContractedLabelsAreReshaped) {
   expect_lowered("ijk,kl->lij", {{2, 3, 4}, {4, 5}}, {"Reshape", "MatMul", "Reshape", "Transpose"});
   // No contracted label: an outer product through K = 1.
   expect_lowered("i,j->ij", {{5}, {3}}, {"Reshape", "Reshape", "MatMul"});
+  // Dot products: [1, K] x [K, 1], the product reshaped to a scalar / [b].
+  expect_lowered("i,i->", {{7}, {7}}, {"Reshape", "Reshape", "MatMul", "Reshape"});
+  expect_lowered("bi,bi->b", {{3, 7}, {3, 7}}, {"Reshape", "Reshape", "MatMul", "Reshape"});
 }
 
 TEST(LowerEinsum, OtherFormsStayForTheKernel) {
