@@ -18,15 +18,20 @@ void replace_in_node(ir::Node* n, int from, int to) {
   for (ir::Node& b : n->body) replace_in_node(&b, from, to);
 }
 
-
-int add_constant(ir::Model* model, const std::string& base, kite_dtype dtype,
-                 const std::vector<int64_t>& shape, const void* data, size_t bytes) {
+ir::Tensor new_tensor(const ir::Model& model, const std::string& base, kite_dtype dtype,
+                      const std::vector<int64_t>& shape, ir::TensorKind kind) {
   ir::Tensor t;
-  t.name = model->unused_tensor_name(base);
+  t.name = model.unused_tensor_name(base);
   t.dtype = dtype;
   t.shape = shape;
   t.shape_known = true;
-  t.kind = ir::TensorKind::Constant;
+  t.kind = kind;
+  return t;
+}
+
+int add_constant(ir::Model* model, const std::string& base, kite_dtype dtype,
+                 const std::vector<int64_t>& shape, const void* data, size_t bytes) {
+  ir::Tensor t = new_tensor(*model, base, dtype, shape, ir::TensorKind::Constant);
   t.data.resize(bytes);
   if (bytes) std::memcpy(t.data.data(), data, bytes);
   return model->add_tensor(std::move(t));
@@ -46,14 +51,14 @@ int add_int64_constant(ir::Model* model, const std::string& base, const std::vec
                       values.size() * sizeof(int64_t));
 }
 
+int add_activation(ir::Model* model, const std::string& base, kite_dtype dtype,
+                   const std::vector<int64_t>& shape) {
+  return model->add_tensor(new_tensor(*model, base, dtype, shape, ir::TensorKind::Activation));
+}
+
 int add_activation_like(ir::Model* model, const std::string& base, int like) {
-  ir::Tensor t;
-  t.name = model->unused_tensor_name(base);
-  t.dtype = tensor_at(*model, like).dtype;
-  t.shape = tensor_at(*model, like).shape;
-  t.shape_known = true;
-  t.kind = ir::TensorKind::Activation;
-  return model->add_tensor(std::move(t));
+  const ir::Tensor& l = tensor_at(*model, like);
+  return add_activation(model, base, l.dtype, l.shape);
 }
 
 void replace_reads(ir::Model* model, int from, int to) {

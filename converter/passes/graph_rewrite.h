@@ -21,6 +21,9 @@ int add_float_constant(ir::Model* model, const std::string& base, const std::vec
                        const std::vector<float>& values);
 int add_int64_constant(ir::Model* model, const std::string& base, const std::vector<int64_t>& shape,
                        const std::vector<int64_t>& values);
+// A new activation tensor of this dtype and (known) shape.
+int add_activation(ir::Model* model, const std::string& base, kite_dtype dtype,
+                   const std::vector<int64_t>& shape);
 // A new activation tensor with the dtype and shape of `like`.
 int add_activation_like(ir::Model* model, const std::string& base, int like);
 

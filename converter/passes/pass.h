@@ -92,6 +92,7 @@ bool inline_constant_if(PassContext& ctx, PassResult* result);
 bool eliminate_identity(PassContext& ctx, PassResult* result);
 bool eliminate_common_subexpressions(PassContext& ctx, PassResult* result);
 bool eliminate_dead_code(PassContext& ctx, PassResult* result);
+bool lower_einsum(PassContext& ctx, PassResult* result);
 bool fold_batch_norm(PassContext& ctx, PassResult* result);
 bool fold_scale_into_weights(PassContext& ctx, PassResult* result);
 bool merge_transpose_reshape(PassContext& ctx, PassResult* result);

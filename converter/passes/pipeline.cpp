@@ -2,9 +2,12 @@
 //
 //   1. simplify (-O1)          fold constants, inline constant Ifs, drop
 //                              Identity/Dropout, merge duplicates, drop dead code
-//   2. fold into weights (-O1) BatchNorm and constant Mul/Add into Conv/Gemm
+//   2. lower (-O2)             Einsums that are batched matrix products
+//                              become Transpose/Reshape/MatMul (which the
+//                              next groups merge, fold and fuse)
+//   3. fold into weights (-O1) BatchNorm and constant Mul/Add into Conv/Gemm
 //                              weights, Transpose/Reshape chains merged
-//   3. fuse (-O2)              GELU, LayerNorm and attention from their
+//   4. fuse (-O2)              GELU, LayerNorm and attention from their
 //                              primitives first, then the chains that end in
 //                              them: skip-LayerNorm, MatMul+bias(+act),
 //                              Conv(+bias)+act
@@ -37,6 +40,10 @@ const std::vector<Group>& groups() {
            {"eliminate_identity", 1, eliminate_identity},
            {"eliminate_common_subexpressions", 1, eliminate_common_subexpressions},
            {"eliminate_dead_code", 1, eliminate_dead_code},
+       }},
+      {"lower",
+       {
+           {"lower_einsum", 2, lower_einsum},
        }},
       {"fold_into_weights",
        {

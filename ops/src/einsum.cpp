@@ -166,6 +166,7 @@ bool resolve_einsum(const std::string& equation, const std::vector<std::vector<i
   }
   plan->output_shape.clear();
   for (int l : out) plan->output_shape.push_back(dims[static_cast<size_t>(l)]);
+  plan->operand_labels = dim_labels;
   plan->strides.assign(terms.size(), std::vector<int64_t>(dims.size(), 0));
   for (size_t i = 0; i < terms.size(); ++i) {
     int64_t stride = 1;

@@ -66,25 +66,10 @@ kite::ir::Model softmax_model(float w1_scale) {
   return m;
 }
 
-std::vector<float> run(kite::ir::Model m, const std::vector<float>& x) {
-  std::string err;
-  EXPECT_TRUE(kite::memory::plan_memory(&m, 256, &err)) << err;
-  const std::vector<uint8_t> bytes = kite::test::serialize_or_die(m);
-  EXPECT_FALSE(bytes.empty());
-  kite_model* model = nullptr;
-  kite_session* session = nullptr;
-  std::vector<float> y(4, NAN);
-  if (kite_model_load_memory(bytes.data(), bytes.size(), &model) != KITE_OK) {
-    ADD_FAILURE() << kite_last_error();
-    return y;
-  }
-  EXPECT_EQ(kite_session_create(model, nullptr, &session), KITE_OK) << kite_last_error();
-  EXPECT_EQ(kite_session_set_input_by_name(session, "x", x.data(), x.size() * sizeof(float)), KITE_OK);
-  EXPECT_EQ(kite_session_run(session), KITE_OK) << kite_last_error();
-  EXPECT_EQ(kite_session_get_output_by_name(session, "y", y.data(), y.size() * sizeof(float)), KITE_OK);
-  kite_session_destroy(session);
-  kite_model_destroy(model);
-  return y;
+// The model's one output y for its one input x (CPU backend).
+std::vector<float> run(const kite::ir::Model& m, const std::vector<float>& x) {
+  std::vector<std::vector<float>> out = kite::test::run_on_cpu(m, {x});
+  return out.size() == 1 ? out[0] : std::vector<float>(4, NAN);
 }
 
 TEST(Precision, Fp32LeavesTheModelAlone) {

@@ -2,12 +2,15 @@
 // .kite file without going through ONNX.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "kite/converter/ir.h"
+#include "kite/kite.h"
 #include "memory/planner.h"
 #include "writer/kite_writer.h"
 
@@ -108,6 +111,44 @@ inline std::vector<uint8_t> serialize_or_die(const ir::Model& m) {
   std::string err;
   if (!kite::writer::serialize(m, &bytes, &err)) bytes.clear();
   return bytes;
+}
+
+// Plans, writes and runs a copy of m on the CPU backend (stale arena bytes
+// poisoned to NaN): float32 inputs in graph-input order, the float32
+// outputs in graph-output order (empty, with a test failure, on an error).
+inline std::vector<std::vector<float>> run_on_cpu(const ir::Model& in,
+                                                  const std::vector<std::vector<float>>& inputs) {
+  ir::Model m = in;
+  std::string err;
+  std::vector<std::vector<float>> outputs;
+  EXPECT_TRUE(kite::memory::plan_memory(&m, 256, &err)) << err;
+  const std::vector<uint8_t> bytes = serialize_or_die(m);
+  kite_model* model = nullptr;
+  kite_session_options* options = nullptr;
+  kite_session* session = nullptr;
+  EXPECT_EQ(kite_model_load_memory(bytes.data(), bytes.size(), &model), KITE_OK) << kite_last_error();
+  kite_session_options_create(&options);
+  kite_session_options_set_backends(options, "cpu");
+  kite_session_options_set_poison(options, 1);
+  const kite_status created = kite_session_create(model, options, &session);
+  EXPECT_EQ(created, KITE_OK) << kite_last_error();
+  if (created == KITE_OK) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      EXPECT_EQ(kite_session_set_input(session, static_cast<int32_t>(i), inputs[i].data(), inputs[i].size() * 4),
+                KITE_OK);
+    }
+    EXPECT_EQ(kite_session_run(session), KITE_OK) << kite_last_error();
+    for (size_t k = 0; k < m.main().outputs.size(); ++k) {
+      const ir::Tensor& t = m.tensors[static_cast<size_t>(m.main().outputs[k])];
+      std::vector<float> out(static_cast<size_t>(t.byte_size() / 4));
+      EXPECT_EQ(kite_session_get_output(session, static_cast<int32_t>(k), out.data(), out.size() * 4), KITE_OK);
+      outputs.push_back(std::move(out));
+    }
+  }
+  kite_session_destroy(session);
+  kite_session_options_destroy(options);
+  kite_model_destroy(model);
+  return outputs;
 }
 
 }  // namespace kite::test

@@ -502,8 +502,9 @@ std::unique_ptr<Kernel> prepare_onehot(const KernelArgs& args) {
 
 // Every index tuple of the labels, output labels outermost: one sum of
 // products per output element (float32 sums in double). Plain, not fast:
-// exporters' attention and bilinear forms are small; a lowering to
-// Transpose + MatMul is not done (yet).
+// at -O2 the converter lowers the float32 forms that are batched matrix
+// products to Transpose + MatMul (converter/passes/lower_einsum.cpp); what
+// reaches this kernel is the rest (diagonals, sums, three operands, ...).
 std::unique_ptr<Kernel> prepare_einsum(const KernelArgs& args, std::string* err) {
   const OpNode& op = *args.op;
   std::vector<Shape> shapes;

@@ -21,6 +21,7 @@ struct EinsumPlan {
   std::vector<int> output_labels;              // label ids of the output dims, in order
   std::vector<int> summed_labels;              // label ids summed over
   std::vector<std::vector<int64_t>> strides;   // per input, per label id (element strides)
+  std::vector<std::vector<int>> operand_labels;  // per input, the label id of each dim
   std::vector<int64_t> output_shape;
 };
 
