@@ -208,52 +208,19 @@ std::vector<std::vector<float>> random_inputs(const Model& m, uint32_t seed) {
   return inputs;
 }
 
-// Plans, writes and runs a copy of m. Path::kDecomposed turns the CPU
-// backend's fused kernels off (option fused=0): the session then runs each
-// fused node's body, never the fused kernel.
+// Plans, writes and runs a copy of m (its outputs materialized) on the CPU.
+// Path::kDecomposed turns the CPU backend's fused kernels off (option
+// fused=0): the session then runs each fused node's body, never the fused
+// kernel.
 RunResult run(const Model& in, const std::vector<std::vector<float>>& inputs, Path path = Path::kDefault) {
   RunResult r;
   Model m = in;
   kite::converter::materialize_outputs(&m);
-  std::string err;
-  EXPECT_TRUE(kite::memory::plan_memory(&m, 256, &err)) << err;
-  std::vector<uint8_t> bytes;
-  EXPECT_TRUE(kite::writer::serialize(m, &bytes, &err)) << err;
-  kite_model* model = nullptr;
-  kite_session_options* options = nullptr;
-  kite_session* session = nullptr;
-  EXPECT_EQ(kite_model_load_memory(bytes.data(), bytes.size(), &model), KITE_OK) << kite_last_error();
-  kite_session_options_create(&options);
-  kite_session_options_set_backends(options, "cpu");
-  if (path == Path::kDecomposed) kite_session_options_set_backend_option(options, "cpu", "fused", "0");
-  kite_session_options_set_poison(options, 1);  // stale arena bytes become NaN
-  const kite_status created = kite_session_create(model, options, &session);
-  EXPECT_EQ(created, KITE_OK) << kite_last_error();
-  if (created == KITE_OK) {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      EXPECT_EQ(kite_session_set_input(session, static_cast<int32_t>(i), inputs[i].data(),
-                                       inputs[i].size() * 4),
-                KITE_OK);
-    }
-    EXPECT_EQ(kite_session_run(session), KITE_OK) << kite_last_error();
-    for (size_t k = 0; k < m.main().outputs.size(); ++k) {
-      const Tensor& t = m.tensors[static_cast<size_t>(m.main().outputs[k])];
-      std::vector<float> out(static_cast<size_t>(t.byte_size() / 4));
-      EXPECT_EQ(kite_session_get_output(session, static_cast<int32_t>(k), out.data(), out.size() * 4), KITE_OK);
-      r.outputs.push_back(std::move(out));
-    }
-    int32_t count = 0;
-    kite_session_get_node_count(session, &count);
-    for (int32_t i = 0; i < count; ++i) {
-      kite_node_placement p;
-      kite_session_get_node_placement(session, i, &p);
-      r.fused += p.fused && !p.decomposed;
-      r.decomposed += p.decomposed != 0;
-    }
-  }
-  kite_session_destroy(session);
-  kite_session_options_destroy(options);
-  kite_model_destroy(model);
+  kite::test::CpuRunOptions options;
+  options.fused_kernels = path != Path::kDecomposed;
+  options.fused = &r.fused;
+  options.decomposed = &r.decomposed;
+  r.outputs = kite::test::run_on_cpu(m, inputs, options);
   return r;
 }
 

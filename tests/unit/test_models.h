@@ -113,11 +113,22 @@ inline std::vector<uint8_t> serialize_or_die(const ir::Model& m) {
   return bytes;
 }
 
+// How run_on_cpu runs: fused_kernels = false sets the CPU backend's option
+// fused=0, so the session runs each fused node's body, never the fused
+// kernel; fused / decomposed (when given) receive how many fused nodes ran
+// as a fused kernel and as their body.
+struct CpuRunOptions {
+  bool fused_kernels = true;
+  int* fused = nullptr;
+  int* decomposed = nullptr;
+};
+
 // Plans, writes and runs a copy of m on the CPU backend (stale arena bytes
 // poisoned to NaN): float32 inputs in graph-input order, the float32
 // outputs in graph-output order (empty, with a test failure, on an error).
 inline std::vector<std::vector<float>> run_on_cpu(const ir::Model& in,
-                                                  const std::vector<std::vector<float>>& inputs) {
+                                                  const std::vector<std::vector<float>>& inputs,
+                                                  const CpuRunOptions& run = {}) {
   ir::Model m = in;
   std::string err;
   std::vector<std::vector<float>> outputs;
@@ -129,6 +140,7 @@ inline std::vector<std::vector<float>> run_on_cpu(const ir::Model& in,
   EXPECT_EQ(kite_model_load_memory(bytes.data(), bytes.size(), &model), KITE_OK) << kite_last_error();
   kite_session_options_create(&options);
   kite_session_options_set_backends(options, "cpu");
+  if (!run.fused_kernels) kite_session_options_set_backend_option(options, "cpu", "fused", "0");
   kite_session_options_set_poison(options, 1);
   const kite_status created = kite_session_create(model, options, &session);
   EXPECT_EQ(created, KITE_OK) << kite_last_error();
@@ -143,6 +155,14 @@ inline std::vector<std::vector<float>> run_on_cpu(const ir::Model& in,
       std::vector<float> out(static_cast<size_t>(t.byte_size() / 4));
       EXPECT_EQ(kite_session_get_output(session, static_cast<int32_t>(k), out.data(), out.size() * 4), KITE_OK);
       outputs.push_back(std::move(out));
+    }
+    int32_t count = 0;
+    kite_session_get_node_count(session, &count);
+    for (int32_t i = 0; i < count; ++i) {
+      kite_node_placement p;
+      kite_session_get_node_placement(session, i, &p);
+      if (run.fused) *run.fused += p.fused && !p.decomposed;
+      if (run.decomposed) *run.decomposed += p.decomposed != 0;
     }
   }
   kite_session_destroy(session);
