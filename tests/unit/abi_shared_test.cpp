@@ -478,6 +478,39 @@ TEST(AbiSkipLayerNorm, RefusesWhatTheKernelsCannotRun) {
   EXPECT_EQ(kite::abi::check_skip_layer_norm(other, "CUDA"), "pattern 'LayerNormalization' is not Add+LayerNormalization");
 }
 
+// --------------------------------------------------- check_instance_norm --
+
+kite::abi::NodeView InstanceNorm(const Shape& x, const Shape& scale, const Shape& b) {
+  kite::abi::NodeView v;
+  v.op.name = "in";
+  v.op.op = "InstanceNormalization";
+  v.op.inputs = {tensor("x", x), tensor("scale", scale), tensor("B", b)};
+  v.outputs = {tensor("y", x)};
+  return v;
+}
+
+TEST(AbiInstanceNorm, AcceptsPerChannelScaleAndBias) {
+  EXPECT_EQ(kite::abi::check_instance_norm(InstanceNorm({2, 3, 5}, {3}, {3}), "CUDA"), "");
+  EXPECT_EQ(kite::abi::check_instance_norm(InstanceNorm({1, 4, 2, 2, 2}, {4}, {4}), "Vulkan"), "");
+}
+
+TEST(AbiInstanceNorm, RefusesWhatTheOpRuleRefuses) {
+  // Three values but not of shape [C]: CUDA refused it and Vulkan took it
+  // before the two shared this check.
+  EXPECT_EQ(kite::abi::check_instance_norm(InstanceNorm({2, 3, 5}, {3, 1}, {3}), "Vulkan"),
+            "input 1 'scale' must have shape [C] = [3]");
+  EXPECT_EQ(kite::abi::check_instance_norm(InstanceNorm({2, 3, 5}, {3}, {4}), "CUDA"),
+            "input 2 'B' must have shape [C] = [3]");
+  EXPECT_EQ(kite::abi::check_instance_norm(InstanceNorm({2, 3}, {3}, {3}), "CUDA"), "input 0 'x' needs rank >= 3");
+  kite::abi::NodeView half = InstanceNorm({2, 3, 5}, {3}, {3});
+  half.op.inputs[2].dtype = KITE_DTYPE_FLOAT16;
+  const std::string dtype = kite::abi::check_instance_norm(half, "Vulkan");
+  EXPECT_TRUE(Contains(dtype, "input 2 'B' has dtype")) << dtype;
+  kite::abi::NodeView two = InstanceNorm({2, 3, 5}, {3}, {3});
+  two.op.inputs.pop_back();
+  EXPECT_EQ(kite::abi::check_instance_norm(two, "CUDA"), "expects inputs x, scale, B and one output");
+}
+
 // ------------------------------------------------------------- window_2d --
 
 kite::ops::WindowGeometry Geometry(Shape input, Shape output, Shape kernel, Shape strides, Shape dilations,

@@ -182,4 +182,21 @@ std::string check_skip_layer_norm(const NodeView& n, const char* backend) {
   return "";
 }
 
+std::string check_instance_norm(const NodeView& n, const char* backend) {
+  if (n.op.inputs.size() != 3 || n.outputs.size() != 1) return "expects inputs x, scale, B and one output";
+  for (size_t i = 0; i < 3; ++i) {
+    std::string why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32}, backend);
+    if (!why.empty()) return why;
+  }
+  const std::vector<int64_t>& x = n.op.inputs[0].shape;
+  if (x.size() < 3) return input_label(n, 0) + " needs rank >= 3";
+  const std::vector<int64_t> per_channel = {x[1]};
+  for (size_t i = 1; i < 3; ++i) {
+    if (n.op.inputs[i].shape != per_channel) {
+      return input_label(n, i) + " must have shape [C] = [" + std::to_string(x[1]) + "]";
+    }
+  }
+  return "";
+}
+
 }  // namespace kite::abi

@@ -115,14 +115,10 @@ std::string plan_fused_skip_layer_norm(const NodeView& n, const PlanContext&, Ke
 }
 
 std::string plan_instance_norm(const NodeView& n, const PlanContext&, Kernel* k) {
-  for (size_t i = 0; i < 3; ++i) {
-    std::string why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32});
-    if (!why.empty()) return why;
-  }
+  std::string why = abi::check_instance_norm(n, "CUDA");
+  if (!why.empty()) return why;
   const Shape& x = n.in_shape(0);
-  if (x.size() < 3) return "needs at least 3 dims";
   const int64_t c = x[1];
-  if (n.in_shape(1) != Shape{c} || n.in_shape(2) != Shape{c}) return "scale and B must have shape [C]";
   const int64_t rows = x[0] * c;
   const int64_t cols = numel(x) / std::max<int64_t>(rows, 1);
   if (rows == 0 || cols == 0) return "";

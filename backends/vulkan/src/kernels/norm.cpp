@@ -113,14 +113,10 @@ std::string plan_fused_skip_layer_norm(const NodeView& n, const PlanContext& ctx
 }
 
 std::string plan_instance_norm(const NodeView& n, const PlanContext& ctx, Kernel* k) {
-  for (size_t i = 0; i < 3; ++i) {
-    std::string why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32});
-    if (!why.empty()) return why;
-  }
+  std::string why = abi::check_instance_norm(n, "Vulkan");
+  if (!why.empty()) return why;
   const Shape& x = n.in_shape(0);
-  if (x.size() < 3) return "needs an input of rank >= 3";
   const int64_t channels = x[1];
-  if (numel(n.in_shape(1)) != channels || numel(n.in_shape(2)) != channels) return "scale and B must have C values";
   int64_t plane = 1;
   for (size_t d = 2; d < x.size(); ++d) plane *= x[d];
   const int64_t rows = x[0] * channels;

@@ -64,4 +64,9 @@ std::string slice_of(const NodeView& n, const char* backend, std::vector<kite::o
 // output float32 of that shape. "" or why `backend` cannot run the node.
 std::string check_skip_layer_norm(const NodeView& n, const char* backend);
 
+// The checks of InstanceNormalization (inputs x, scale, B): all float32, x of
+// rank >= 3, scale and B of shape [C] with C = x's dimension 1 (as the op
+// rule states them). "" or why `backend` cannot run the node.
+std::string check_instance_norm(const NodeView& n, const char* backend);
+
 }  // namespace kite::abi
