@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -583,6 +584,63 @@ TEST(AbiOptions, MalformedOptionsAreRefused) {
   kite_backend_create_info no_arrays{};
   no_arrays.num_options = 1;
   EXPECT_EQ(kite::abi::backend_options(&no_arrays, &options), "the backend options are malformed");
+}
+
+}  // namespace
+
+namespace {
+
+// ----------------------------------------------------------------- pad_of --
+
+kite::abi::NodeView PadNode(const Shape& x, const std::vector<int64_t>& pads, const Shape& y,
+                            const char* mode = "constant") {
+  static std::vector<std::vector<int64_t>> keep;  // constant data outlives the view
+  keep.push_back(pads);
+  kite::abi::NodeView v;
+  v.op.name = "pad";
+  v.op.op = "Pad";
+  v.op.attrs.push_back(kite::ops::string_attr("mode", mode));
+  v.op.inputs = {tensor("x", x),
+                 tensor("pads", {static_cast<int64_t>(pads.size())}, KITE_DTYPE_INT64, keep.back().data())};
+  v.outputs = {tensor("y", y)};
+  return v;
+}
+
+TEST(AbiPad, ResolvesBeginsAndOutputDims) {
+  kite::abi::PadSpec pad;
+  // [1,2,5,6] padded by begins (0,0,2,1) and ends (0,0,1,3): [1,2,8,10].
+  ASSERT_EQ(kite::abi::pad_of(PadNode({1, 2, 5, 6}, {0, 0, 2, 1, 0, 0, 1, 3}, {1, 2, 8, 10}, "reflect"), "CUDA", &pad),
+            "");
+  EXPECT_EQ(pad.mode, kite::ops::PadMode::kReflect);
+  ASSERT_EQ(pad.axes.size(), 4u);
+  EXPECT_EQ(pad.axes[2].begin, 2);
+  EXPECT_EQ(pad.axes[2].end, 1);
+  EXPECT_EQ(pad.axes[3].begin, 1);
+  EXPECT_EQ(pad.axes[3].out, 10);
+  EXPECT_EQ(pad.value_bits, 0u);
+  // constant_value 1.5 (input 2) arrives as its bits.
+  kite::abi::NodeView c = PadNode({2, 3}, {1, 0, 0, 2}, {3, 5});
+  static const float v = 1.5f;
+  c.op.inputs.push_back(tensor("v", {}, KITE_DTYPE_FLOAT32, &v));
+  ASSERT_EQ(kite::abi::pad_of(c, "Vulkan", &pad), "");
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  EXPECT_EQ(pad.value_bits, bits);
+}
+
+TEST(AbiPad, RefusesWhatTheDeviceKernelsCannotRun) {
+  kite::abi::PadSpec pad;
+  EXPECT_EQ(kite::abi::pad_of(PadNode({4}, {1, 1}, {6}, "wrap"), "CUDA", &pad), "Pad mode 'wrap' is not supported on CUDA");
+  EXPECT_EQ(kite::abi::pad_of(PadNode({4}, {-1, 1}, {4}), "Vulkan", &pad),
+            "negative pads (cropping) are not supported on Vulkan");
+  EXPECT_EQ(kite::abi::pad_of(PadNode({4}, {1, 1}, {7}), "CUDA", &pad),
+            "the pads give another output shape than the declared one");
+  // Reflect cannot grow an empty axis (the op rule's check).
+  EXPECT_NE(kite::abi::pad_of(PadNode({0}, {1, 1}, {2}, "reflect"), "CUDA", &pad), "");
+  kite::abi::NodeView wrong = PadNode({2, 3}, {1, 0, 0, 2}, {3, 5});
+  static const int64_t i = 7;
+  wrong.op.inputs.push_back(tensor("v", {}, KITE_DTYPE_INT64, &i));
+  EXPECT_EQ(kite::abi::pad_of(wrong, "CUDA", &pad), "input 2 'v' must be one value of the input's dtype");
 }
 
 }  // namespace

@@ -161,6 +161,55 @@ std::string slice_of(const NodeView& n, const char* backend, std::vector<kite::o
   return "";
 }
 
+std::string pad_of(const NodeView& n, const char* backend, PadSpec* out) {
+  const std::string mode = n.op.attr_string("mode", "constant");
+  if (!kite::ops::parse_pad_mode(mode.c_str(), &out->mode) || out->mode == kite::ops::PadMode::kWrap) {
+    return "Pad mode '" + mode + "' is not supported on " + backend;
+  }
+  std::vector<int64_t> pads, axes;
+  if (n.op.has_input(1)) {
+    std::string why = expect_constant(n, 1, "pads", backend);
+    if (!why.empty()) return why;
+    pads = constant_ints(n.op.inputs[1]);
+  } else {
+    pads = n.op.attr_ints("pads", {});
+  }
+  const float value = n.op.attr_float("value", 0.0f);
+  std::memcpy(&out->value_bits, &value, 4);
+  if (n.op.has_input(2) && n.op.inputs[2].numel() > 0) {
+    std::string why = expect_constant(n, 2, "constant_value", backend);
+    if (!why.empty()) return why;
+    const kite::ops::TensorType& v = n.op.inputs[2];
+    if (v.dtype != n.op.inputs[0].dtype || kite::ops::dtype_size(v.dtype) != 4 || v.numel() != 1) {
+      return input_label(n, 2) + " must be one value of the input's dtype";
+    }
+    std::memcpy(&out->value_bits, v.data, 4);
+  }
+  if (n.op.has_input(3)) {
+    std::string why = expect_constant(n, 3, "axes", backend);
+    if (!why.empty()) return why;
+    axes = constant_ints(n.op.inputs[3]);
+  }
+  for (int64_t p : pads) {
+    if (p < 0) return "negative pads (cropping) are not supported on " + std::string(backend);
+  }
+  const std::vector<int64_t>& in = n.op.inputs[0].shape;
+  out->axes.assign(in.size(), kite::ops::PadAxis{});
+  kite::ops::RuleError err;
+  if (!kite::ops::resolve_pad(in.data(), static_cast<int64_t>(in.size()), out->mode, pads.data(),
+                              static_cast<int64_t>(pads.size()), axes.empty() ? nullptr : axes.data(),
+                              static_cast<int64_t>(axes.empty() ? in.size() : axes.size()), out->axes.data(),
+                              &err)) {
+    return err.message;
+  }
+  for (size_t d = 0; d < in.size() && !n.outputs.empty(); ++d) {
+    if (d >= n.outputs[0].shape.size() || n.outputs[0].shape[d] != out->axes[d].out) {
+      return "the pads give another output shape than the declared one";
+    }
+  }
+  return "";
+}
+
 std::string check_skip_layer_norm(const NodeView& n, const char* backend) {
   if (n.pattern != "Add+LayerNormalization") return "pattern '" + n.pattern + "' is not Add+LayerNormalization";
   if (n.op.inputs.size() < 3 || n.op.inputs.size() > 4 || !n.op.has_input(0) || !n.op.has_input(1) ||

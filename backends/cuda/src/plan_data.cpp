@@ -171,41 +171,11 @@ std::string plan_gather(const NodeView& n, const PlanContext&, Kernel* k) {
 std::string plan_pad(const NodeView& n, const PlanContext&, Kernel* k) {
   std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32});
   if (!why.empty()) return why;
+  abi::PadSpec pad;
+  why = abi::pad_of(n, "CUDA", &pad);
+  if (!why.empty()) return why;
   const Shape& in = n.in_shape(0);
   const int64_t rank = static_cast<int64_t>(in.size());
-  const std::string mode = n.op.attr_string("mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge") return "Pad mode '" + mode + "' is not supported on CUDA";
-  std::vector<int64_t> pads;
-  float value = n.op.attr_float("value", 0.0f);
-  if (n.op.has_input(1)) {
-    why = expect_constant(n, 1, "pads");
-    if (!why.empty()) return why;
-    pads = constant_ints(n.op.inputs[1]);
-    if (n.op.has_input(2)) {
-      why = expect_constant(n, 2, "constant_value");
-      if (!why.empty()) return why;
-      if (n.op.inputs[2].dtype != KITE_DTYPE_FLOAT32 || numel(n.op.inputs[2].shape) != 1) return "constant_value must be one float";
-      std::memcpy(&value, n.op.inputs[2].data, 4);
-    }
-  } else {
-    pads = n.op.attr_ints("pads", {});
-  }
-  std::vector<int64_t> axes;
-  if (n.op.has_input(3)) {
-    why = expect_constant(n, 3, "axes");
-    if (!why.empty()) return why;
-    axes = constant_ints(n.op.inputs[3]);
-  } else {
-    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
-  }
-  if (pads.size() != 2 * axes.size()) return "pads has the wrong length";
-  Shape begin(in.size(), 0);
-  for (size_t i = 0; i < axes.size(); ++i) {
-    const int64_t a = normalize_axis(axes[i], rank);
-    if (a < 0) return "axes entry is out of range";
-    if (pads[i] < 0 || pads[i + axes.size()] < 0) return "negative pads (cropping) are not supported on CUDA";
-    begin[static_cast<size_t>(a)] = pads[i];
-  }
   if (rank > kite_cuda::kMaxRank) return "more than 8 dims";
   const Shape& out = n.out_shape(0);
   using kite_cuda::PadParams;
@@ -213,13 +183,12 @@ std::string plan_pad(const NodeView& n, const PlanContext&, Kernel* k) {
   const int64_t total = numel(out);
   p.n = static_cast<int32_t>(total);
   p.rank = static_cast<int32_t>(rank);
-  p.mode = mode == "constant" ? 0 : mode == "reflect" ? 1 : 2;
-  p.value = value;
+  p.mode = pad.mode == kite::ops::PadMode::kConstant ? 0 : pad.mode == kite::ops::PadMode::kReflect ? 1 : 2;
+  std::memcpy(&p.value, &pad.value_bits, 4);
   for (size_t d = 0; d < in.size(); ++d) {
-    if (mode != "constant" && in[d] == 0 && out[d] > 0) return "cannot " + mode + "-pad an empty axis";
     p.in_shape[d] = static_cast<int32_t>(in[d]);
     p.out_shape[d] = static_cast<int32_t>(out[d]);
-    p.pad_begin[d] = static_cast<int32_t>(begin[d]);
+    p.pad_begin[d] = static_cast<int32_t>(pad.axes[d].begin);
   }
   if (total == 0) return "";
   add_launch(k, KernelId::kite_pad, p,

@@ -251,46 +251,13 @@ std::string plan_pad(const NodeView& n, const PlanContext& ctx, Kernel* k) {
   const Shape& out = n.out_shape(0);
   const int64_t r = static_cast<int64_t>(in.size());
   if (r > 6) return "Pad over more than 6 dims is not supported on Vulkan";
-  const std::string mode = n.op.attr_string("mode", "constant");
-  uint32_t mode_code = 0;
-  if (mode == "reflect") mode_code = 1;
-  else if (mode == "edge") mode_code = 2;
-  else if (mode != "constant") return "mode '" + mode + "' is not supported";
-  Shape pads;
-  uint32_t value = 0;
-  if (n.op.has_input(1)) {
-    why = expect_constant(n, 1, "pads");
-    if (!why.empty()) return why;
-    pads = constant_ints(n.op.inputs[1]);
-  } else {
-    pads = n.op.attr_ints("pads", {});
-    value = float_bits(n.op.attr_float("value", 0.0f));
-  }
-  if (n.op.has_input(2) && numel(n.in_shape(2)) > 0) {
-    why = expect_constant(n, 2, "constant_value");
-    if (!why.empty()) return why;
-    if (n.op.inputs[2].dtype != n.op.inputs[0].dtype) return "constant_value must have the input's dtype";
-    std::memcpy(&value, n.op.inputs[2].data, 4);
-  }
-  Shape axes;
-  if (n.op.has_input(3)) {
-    why = expect_constant(n, 3, "axes");
-    if (!why.empty()) return why;
-    axes = constant_ints(n.op.inputs[3]);
-  } else {
-    for (int64_t d = 0; d < r; ++d) axes.push_back(d);
-  }
-  if (pads.size() != 2 * axes.size()) return "pads has the wrong length";
+  abi::PadSpec pad;
+  why = abi::pad_of(n, "Vulkan", &pad);
+  if (!why.empty()) return why;
+  const uint32_t mode_code = pad.mode == kite::ops::PadMode::kConstant ? 0 : pad.mode == kite::ops::PadMode::kReflect ? 1 : 2;
+  const uint32_t value = pad.value_bits;
   Shape begin(static_cast<size_t>(r), 0);
-  for (size_t i = 0; i < axes.size(); ++i) {
-    const int64_t a = normalize_axis(axes[i], r);
-    if (a < 0) return "axes entry is out of range";
-    begin[static_cast<size_t>(a)] = pads[i];
-    if (mode_code == 1) {
-      const int64_t len = in[static_cast<size_t>(a)];
-      if ((pads[i] > 0 || pads[i + axes.size()] > 0) && len == 0) return "cannot reflect an empty axis";
-    }
-  }
+  for (size_t d = 0; d < in.size(); ++d) begin[d] = pad.axes[d].begin;
   const int64_t total = numel(out);
   if (total > static_cast<int64_t>(INT32_MAX) || numel(in) > static_cast<int64_t>(INT32_MAX)) {
     return "tensor is too large for 32-bit indexing";

@@ -64,6 +64,24 @@ std::string slice_of(const NodeView& n, const char* backend, std::vector<kite::o
 // output float32 of that shape. "" or why `backend` cannot run the node.
 std::string check_skip_layer_norm(const NodeView& n, const char* backend);
 
+// A Pad node resolved for a device kernel: the mode, one PadAxis per input
+// dimension (crop always 0) and the constant's 4 bytes.
+struct PadSpec {
+  kite::ops::PadMode mode = kite::ops::PadMode::kConstant;
+  std::vector<kite::ops::PadAxis> axes;
+  uint32_t value_bits = 0;
+};
+
+// Reads a Pad node of a 4-byte dtype: mode (constant, reflect or edge: the
+// device kernels have no wrap), pads (input 1, a constant, or the
+// attribute), constant_value (input 2 when present and not empty: a
+// constant with one element of the input's dtype; else the float attribute
+// 'value', 0 by default) and axes (input 3, a constant, or every axis), and
+// resolves them with the op rule's resolve_pad. Negative pads (cropping)
+// are refused: the device kernels only add elements. "" or why `backend`
+// cannot run the node.
+std::string pad_of(const NodeView& n, const char* backend, PadSpec* out);
+
 // The checks of InstanceNormalization (inputs x, scale, B): all float32, x of
 // rank >= 3, scale and B of shape [C] with C = x's dimension 1 (as the op
 // rule states them). "" or why `backend` cannot run the node.
