@@ -434,6 +434,32 @@ TEST(CudaAttention, WithoutAndWithMask) {
   }
 }
 
+// Hugging Face's NaN guard fused (nan_to_zero = 1): a mask [S, T] with
+// query row 2 all -inf gives that row a NaN softmax, which the guard makes
+// 0, as on the CPU; row 4 is masked in the first key tile only.
+TEST(CudaAttention, NanGuardOnAFullyMaskedRow) {
+  for (int64_t T : {7, 300}) {
+    SCOPED_TRACE("keys " + std::to_string(T));
+    const int64_t S = 5;
+    std::vector<float> mask(static_cast<size_t>(S * T), 0.0f);
+    for (int64_t j = 0; j < T; ++j) {
+      mask[static_cast<size_t>(2 * T + j)] = -INFINITY;
+      if (j < 128) mask[static_cast<size_t>(4 * T + j)] = -INFINITY;
+    }
+    if (T <= 128) mask[static_cast<size_t>(4 * T)] = 0.0f;  // one key left
+    Graph g;
+    const int q = g.input({2, S, 32}), kt = g.input({2, 32, T}), v = g.input({2, T, 40});
+    const int m = g.const_f32({S, T}, mask);
+    g.begin_body();
+    const int s = g.op("Add", {g.op("Mul", {g.op("MatMul", {q, kt}), g.const_f32({}, {0.125f})}), m});
+    const int p = g.op("Softmax", {s}, {ai("axis", -1)});
+    const int guarded = g.op("Where", {g.op("IsNaN", {p}), g.const_f32({}, {0.0f}), p});
+    const int y = g.op("MatMul", {guarded, v});
+    g.fuse("Attention", "Attention", {q, kt, v, m}, {af("scale", 0.125f), ai("nan_to_zero", 1)}, {y});
+    check(g);
+  }
+}
+
 // ---- what the backend declines, and why ------------------------------------------
 
 TEST(CudaSupports, DeclinesWithAReason) {

@@ -569,6 +569,29 @@ void attention_case(bool mask) {
 TEST(VulkanFused, Attention) { attention_case(false); }
 TEST(VulkanFused, AttentionWithMask) { attention_case(true); }
 
+// Hugging Face's NaN guard fused (nan_to_zero = 1): query row 5's mask is
+// all -inf, so its softmax is NaN and the guard makes the row 0, as on the
+// CPU; the other rows are plain attention. The node must run on Vulkan
+// (expect_match fails on a declined node).
+TEST(VulkanFused, AttentionNanGuardOnAFullyMaskedRow) {
+  const int64_t S = 17, T = 17;
+  std::vector<float> mask(static_cast<size_t>(S * T));
+  for (int64_t i = 0; i < S; ++i) {
+    for (int64_t j = 0; j < T; ++j) {
+      mask[static_cast<size_t>(i * T + j)] =
+          i == 5 ? -std::numeric_limits<float>::infinity() : (j <= i ? 0.0f : -1e9f);
+    }
+  }
+  Graph g;
+  const int q = g.input("q", {4, S, 16}, -2.0f, 2.0f);
+  const int kt = g.input("kt", {4, 16, T}, -2.0f, 2.0f);
+  const int v = g.input("v", {4, T, 16});
+  const int m = g.constant_f32("mask", {1, S, T}, mask);
+  g.node("Attention", {q, kt, v, m}, {attr_f("scale", 0.25f), attr_i("nan_to_zero", 1)}, 1, {{4, S, 16}}, "kite",
+         "Attention");
+  expect_match(g, kSum);
+}
+
 // ----------------------------------------------------------- reductions --
 
 TEST(VulkanReduce, MeanOverSpatialKeepdims) {

@@ -165,6 +165,18 @@ KITE_KERNEL(kite_attention, AttentionParams) {
     __syncthreads();  // probs reused by the next tile
   }
   float* y = p.y + row * p.Dv;
+  // The probabilities are e * inv with every e in [0, 1] while run_sum is a
+  // number > 0, so they are NaN (all of them) exactly when run_sum is NaN (a
+  // NaN or +inf score) or 0 (every score -inf: 0 * inf), as in the CPU
+  // kernel. With the nan_to_zero guard they then count as 0: y = sum_j 0 * v.
+  if (p.nan_to_zero && !(run_sum > 0.0f)) {
+    for (int col = tid; col < p.Dv; col += threads) {
+      float a = 0.0f;
+      for (int j = 0; j < p.T; ++j) a += 0.0f * v[static_cast<int64_t>(j) * p.Dv + col];
+      y[col] = a;
+    }
+    return;
+  }
   const float inv = 1.0f / run_sum;
   for (int c = 0; c < kCols; ++c) {
     const int col = tid + c * threads;

@@ -240,6 +240,7 @@ struct AttentionParams {
   int32_t lead_dims[kAttentionMaxLead];
   int32_t mask_lead_strides[kAttentionMaxLead];
   int32_t mask_row_stride, mask_col_stride;
+  int32_t nan_to_zero;   // 1: a NaN probability counts as 0 (Hugging Face's guard)
 };
 
 }  // namespace kite_cuda

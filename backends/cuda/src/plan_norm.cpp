@@ -146,6 +146,7 @@ std::string plan_fused_attention(const NodeView& n, const PlanContext&, Kernel* 
   p.T = static_cast<int32_t>(T);
   p.Dv = static_cast<int32_t>(Dv);
   p.scale = scale;
+  p.nan_to_zero = n.op.attr_int("nan_to_zero", 0) != 0 ? 1 : 0;
   const bool has_mask = n.op.has_input(3);
   if (has_mask) {
     // The mask's strides along the scores [lead..., S, T] (0: broadcast).

@@ -4,7 +4,8 @@
 // q [B, S, D], kt [B, D, T], v [B, T, Dv] (B = the leading dims, collapsed),
 // the mask broadcast through strides per leading dim (up to 4) and along
 // rows and columns. Scores live in shared memory (T <= 2048, checked by the
-// host). Groups: B * S spread over x and y.
+// host). Groups: B * S spread over x and y. nan_to_zero is the CPU kernel's
+// guard: a NaN probability (every score -inf, say) counts as 0.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -19,6 +20,7 @@ layout(push_constant) uniform Params {
   uint lead_rank;               // leading dims (<= 4), innermost last
   uint lead_dims[4];
   uint lead_mask_strides[4];
+  uint nan_to_zero;             // 1: a NaN probability counts as 0 (Hugging Face's guard)
 } p;
 
 layout(std430, set = 0, binding = 0) readonly buffer BufQ { float q[]; };
@@ -80,7 +82,12 @@ void main() {
   const uint ob = p.off_out + r * p.Dv;
   for (uint c = tid; c < p.Dv; c += 64u) {
     float acc = 0.0;
-    for (uint j = 0u; j < p.T; ++j) acc += scores[j] * inv * v[vb + j * p.Dv + c];
+    for (uint j = 0u; j < p.T; ++j) {
+      float pj = scores[j] * inv;
+      // NaN by its bits, whatever a driver's isnan does under fast math.
+      if (p.nan_to_zero != 0u && (floatBitsToUint(pj) & 0x7fffffffu) > 0x7f800000u) pj = 0.0;
+      acc += pj * v[vb + j * p.Dv + c];
+    }
     outv[ob + c] = acc;
   }
 }

@@ -210,6 +210,7 @@ std::string plan_fused_attention(const NodeView& n, const PlanContext& ctx, Kern
                                   static_cast<uint32_t>(lead_dims.size())};
   for (size_t i = 0; i < 4; ++i) params.push_back(i < lead_dims.size() ? lead_dims[i] : 1u);
   for (size_t i = 0; i < 4; ++i) params.push_back(i < lead_strides.size() ? lead_strides[i] : 0u);
+  params.push_back(n.op.attr_int("nan_to_zero", 0) != 0 ? 1u : 0u);
   const kite_backend_tensor2* y = n.out(0);
   add_dispatch(k, kShaderAttention,
                {read(n.in(0)), read(n.in(1)), read(n.in(2)), has_mask ? read(n.in(3)) : unused(y), write(y)},

@@ -41,8 +41,9 @@ struct InnerResize {
 std::string inner_resize_of(const NodeView& n, const char* backend, InnerResize* out);
 
 // The fused Attention as the device kernels run it: the op rule
-// (kite::ops::attention_shapes), float32 inputs and output, and no
-// nan_to_zero guard. "" with the scores' shape [.., S, T] and the
+// (kite::ops::attention_shapes), float32 inputs and output, and
+// nan_to_zero (the guard: a NaN probability counts as 0) 0 or 1, as on the
+// CPU. "" with the scores' shape [.., S, T] and the
 // output's [.., S, Dv], or why `backend` cannot run the node.
 std::string device_attention_of(const NodeView& n, const char* backend, std::vector<int64_t>* scores,
                                 std::vector<int64_t>* out);
