@@ -45,7 +45,15 @@ std::mutex g_dl_mutex;
 }  // namespace
 
 Plugin::~Plugin() {
-  if (handle_ != nullptr) dlclose(handle_);
+  if (handle_ == nullptr) return;
+  // Under dlopen's lock: once the last handle goes, another thread may load
+  // the library again at the same address, and the lock orders this
+  // thread's last use of the plugin's code and data before that thread's
+  // first (the loader's own lock is invisible to ThreadSanitizer, which
+  // otherwise reports the new copy's static initialisation as a race with
+  // reads of the old one).
+  std::lock_guard<std::mutex> lock(g_dl_mutex);
+  dlclose(handle_);
 }
 
 Status open_plugin_file(const std::string& path, std::shared_ptr<Plugin>* out) {
