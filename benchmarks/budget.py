@@ -101,9 +101,9 @@ def main():
             if not os.path.isfile(onnx_path):
                 sys.exit(f"{onnx_path} not found (scripts/export_models.py exports it)")
             plain, budgeted = (os.path.join(work, name + s + ".kite") for s in ("", "_b"))
-            mem, _ = convert(conv, onnx_path, plain)
+            mem, why = convert(conv, onnx_path, plain)
             if mem is None:
-                sys.exit(f"{name}: kite-convert failed: {_}")
+                sys.exit(f"{name}: kite-convert failed: {why}")
             _, b = convert(conv, onnx_path, budgeted, args.ratio)
             if not isinstance(b, dict) or not b.get("met"):
                 print(f"| {name} | {mem['lower_bound_bytes'] / MiB:.2f} MiB | not met: {b} |")
@@ -132,7 +132,7 @@ def main():
                   f"{latency:.2f} ({min(per_round):.2f}-{max(per_round):.2f}) | {small_txt} |",
                   flush=True)
             rows.append({"model": name, "lower_bound_bytes": bound,
-                         "arena_bytes": mem["arena_bytes"] if "arena_bytes" in mem else None,
+                         "arena_bytes": mem["arena_bytes"],
                          "budget": b, "latency_ratio": latency, "round_ratios": per_round,
                          "p50_ms": {"unbudgeted": times[plain], "budgeted": times[budgeted]},
                          "smallest_ratio": small if sb else None, "smallest": sb})

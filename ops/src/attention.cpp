@@ -15,6 +15,10 @@ std::string attention_shapes(const OpNode& op, const std::string& pattern, const
   if (!scale || scale->type != KITE_ATTR_FLOAT || !std::isfinite(scale->f)) {
     return "attribute 'scale' must be a finite float";
   }
+  const Attr* guard = op.find_attr("nan_to_zero");
+  if (guard && (guard->type != KITE_ATTR_INT || (guard->i != 0 && guard->i != 1))) {
+    return "attribute 'nan_to_zero' must be 0 or 1";
+  }
   const std::vector<int64_t>& q = op.inputs[0].shape;
   const std::vector<int64_t>& kt = op.inputs[1].shape;
   const std::vector<int64_t>& v = op.inputs[2].shape;

@@ -296,6 +296,16 @@ TEST(OpsAttentionShapes, PatternInputsOutputsAndScale) {
   inf.attrs[0].f = std::numeric_limits<float>::infinity();
   EXPECT_EQ(kite::ops::attention_shapes(inf, "Attention", outputs, &scores, &out),
             "attribute 'scale' must be a finite float");
+  // The NaN guard is a flag: 0 and 1 only, for the CPU and the devices alike.
+  OpNode guard = op;
+  guard.attrs.push_back(kite::ops::int_attr("nan_to_zero", 1));
+  EXPECT_EQ(kite::ops::attention_shapes(guard, "Attention", outputs, &scores, &out), "");
+  guard.attrs.back().i = 2;
+  EXPECT_EQ(kite::ops::attention_shapes(guard, "Attention", outputs, &scores, &out),
+            "attribute 'nan_to_zero' must be 0 or 1");
+  guard.attrs.back() = kite::ops::float_attr("nan_to_zero", 1.0f);
+  EXPECT_EQ(kite::ops::attention_shapes(guard, "Attention", outputs, &scores, &out),
+            "attribute 'nan_to_zero' must be 0 or 1");
   OpNode none = op;
   none.attrs.clear();
   EXPECT_EQ(kite::ops::attention_shapes(none, "Attention", outputs, &scores, &out),

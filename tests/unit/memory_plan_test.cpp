@@ -14,17 +14,8 @@ namespace {
 
 using kite::ir::TensorKind;
 using kite::test::make_const;
+using kite::test::make_node;
 using kite::test::make_tensor;
-
-kite::ir::Node node(const std::string& name, const std::string& op, std::vector<int> in,
-                    std::vector<int> out) {
-  kite::ir::Node n;
-  n.name = name;
-  n.op = op;
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
-}
 
 // y = Sigmoid(Reshape(Relu(x + x))) + x, x live to the end: Relu, Sigmoid
 // and the final Add run in place, the Reshape is a view, so one buffer
@@ -44,9 +35,9 @@ kite::ir::Model chain_model() {
   kite::ir::Graph g;
   g.inputs = {x};
   g.outputs = {y};
-  g.nodes = {node("add", "Add", {x, x}, {a}), node("relu", "Relu", {a}, {b}),
-             node("reshape", "Reshape", {b, shape}, {c}), node("sigmoid", "Sigmoid", {c}, {d}),
-             node("residual", "Add", {d, x}, {y})};
+  g.nodes = {make_node("add", "Add", {x, x}, {a}), make_node("relu", "Relu", {a}, {b}),
+             make_node("reshape", "Reshape", {b, shape}, {c}), make_node("sigmoid", "Sigmoid", {c}, {d}),
+             make_node("residual", "Add", {d, x}, {y})};
   m.graphs.push_back(g);
   return m;
 }
@@ -114,13 +105,13 @@ kite::ir::Model concat_model() {
   kite::ir::Graph g;
   g.inputs = {x};
   g.outputs = {y};
-  kite::ir::Node concat = node("concat", "Concat", {a, b}, {y});
+  kite::ir::Node concat = make_node("concat", "Concat", {a, b}, {y});
   kite::ir::Attr axis;
   axis.name = "axis";
   axis.type = KITE_ATTR_INT;
   axis.i = 1;
   concat.attrs = {axis};
-  g.nodes = {node("double", "Add", {x, x}, {a}), node("sigmoid", "Sigmoid", {x}, {b}), concat};
+  g.nodes = {make_node("double", "Add", {x, x}, {a}), make_node("sigmoid", "Sigmoid", {x}, {b}), concat};
   m.graphs.push_back(g);
   return m;
 }
@@ -162,8 +153,8 @@ TEST(MemoryPlan, InputsSurviveARunSoItCanBeRepeated) {
   kite::ir::Graph g;
   g.inputs = {x};
   g.outputs = {y};
-  g.nodes = {node("relu", "Relu", {x}, {a}), node("t1", "Transpose", {a}, {b}),
-             node("t2", "Transpose", {b}, {c}), node("t3", "Transpose", {c}, {y})};
+  g.nodes = {make_node("relu", "Relu", {x}, {a}), make_node("t1", "Transpose", {a}, {b}),
+             make_node("t2", "Transpose", {b}, {c}), make_node("t3", "Transpose", {c}, {y})};
   m.graphs.push_back(g);
   std::string err;
   ASSERT_TRUE(kite::memory::plan_memory(&m, 256, &err)) << err;
@@ -192,7 +183,7 @@ TEST(MemoryPlan, InputIsNotOverwrittenInPlace) {
   kite::ir::Graph g;
   g.inputs = {x};
   g.outputs = {y};
-  g.nodes = {node("relu", "Relu", {x}, {y})};
+  g.nodes = {make_node("relu", "Relu", {x}, {y})};
   m.graphs.push_back(g);
   kite::memory::PlanStats stats;
   std::string err;
@@ -266,16 +257,16 @@ kite::ir::Model gated_residual_model() {
   kite::ir::Graph g;
   g.inputs = {x};
   g.outputs = {y};
-  g.nodes.push_back(node("sigmoid", "Sigmoid", {x}, {s}));
+  g.nodes.push_back(make_node("sigmoid", "Sigmoid", {x}, {s}));
   int prev = s;
   for (int i = 0; i < 6; ++i) {
-    kite::ir::Node c = node("conv" + std::to_string(i), "Conv", {prev, wt}, {path[static_cast<size_t>(i)]});
+    kite::ir::Node c = make_node("conv" + std::to_string(i), "Conv", {prev, wt}, {path[static_cast<size_t>(i)]});
     c.attrs = {pads};
     g.nodes.push_back(c);
     prev = path[static_cast<size_t>(i)];
   }
-  g.nodes.push_back(node("gate", "Mul", {prev, s}, {gated}));
-  g.nodes.push_back(node("residual", "Add", {gated, x}, {y}));
+  g.nodes.push_back(make_node("gate", "Mul", {prev, s}, {gated}));
+  g.nodes.push_back(make_node("residual", "Add", {gated, x}, {y}));
   m.graphs.push_back(g);
   return m;
 }
@@ -339,25 +330,25 @@ kite::ir::Model halo_model() {
   kite::ir::Graph g;
   g.inputs = {x};
   g.outputs = {y};
-  kite::ir::Node n = node("stem", "Conv", {x, w1, b1}, {c1});
+  kite::ir::Node n = make_node("stem", "Conv", {x, w1, b1}, {c1});
   n.attrs = {ints("strides", {2, 2}), ints("pads", {1, 1, 1, 1})};
   g.nodes.push_back(n);
-  g.nodes.push_back(node("relu", "Relu", {c1}, {r1}));
-  n = node("dilated", "Conv", {r1, w2}, {c2});
+  g.nodes.push_back(make_node("relu", "Relu", {c1}, {r1}));
+  n = make_node("dilated", "Conv", {r1, w2}, {c2});
   n.attrs = {ints("dilations", {2, 2}), ints("pads", {2, 2, 2, 2})};
   g.nodes.push_back(n);
-  n = node("pool", "MaxPool", {c2}, {p});
+  n = make_node("pool", "MaxPool", {c2}, {p});
   n.attrs = {ints("kernel_shape", {3, 3}), ints("pads", {1, 1, 1, 1})};
   g.nodes.push_back(n);
-  n = node("depthwise", "Conv", {p, w3}, {d});
+  n = make_node("depthwise", "Conv", {p, w3}, {d});
   n.attrs = {kite::ops::int_attr("group", 16), ints("pads", {1, 1, 1, 1})};
   g.nodes.push_back(n);
-  g.nodes.push_back(node("skip_add", "Add", {d, r1}, {sk}));
-  g.nodes.push_back(node("branch", "Conv", {r1, w4}, {br}));
-  n = node("concat", "Concat", {sk, br}, {cat});
+  g.nodes.push_back(make_node("skip_add", "Add", {d, r1}, {sk}));
+  g.nodes.push_back(make_node("branch", "Conv", {r1, w4}, {br}));
+  n = make_node("concat", "Concat", {sk, br}, {cat});
   n.attrs = {kite::ops::int_attr("axis", 1)};
   g.nodes.push_back(n);
-  g.nodes.push_back(node("head", "Conv", {cat, w5}, {y}));
+  g.nodes.push_back(make_node("head", "Conv", {cat, w5}, {y}));
   m.graphs.push_back(g);
   return m;
 }
@@ -434,18 +425,18 @@ TEST(MemoryBudget, RecomputesAChainWithAConvolution) {
     kite::ir::Graph g;
     g.inputs = {x};
     g.outputs = {y};
-    kite::ir::Node n = node("conv_a", "Conv", {x, wt}, {c});
+    kite::ir::Node n = make_node("conv_a", "Conv", {x, wt}, {c});
     n.attrs = {pads};
     g.nodes.push_back(n);
-    g.nodes.push_back(node("relu_a", "Relu", {c}, {a}));
+    g.nodes.push_back(make_node("relu_a", "Relu", {c}, {a}));
     int prev = a;
     for (int i = 0; i < 6; ++i) {
-      n = node("conv" + std::to_string(i), "Conv", {prev, wt}, {path[static_cast<size_t>(i)]});
+      n = make_node("conv" + std::to_string(i), "Conv", {prev, wt}, {path[static_cast<size_t>(i)]});
       n.attrs = {pads};
       g.nodes.push_back(n);
       prev = path[static_cast<size_t>(i)];
     }
-    g.nodes.push_back(node("residual", "Add", {prev, a}, {y}));
+    g.nodes.push_back(make_node("residual", "Add", {prev, a}, {y}));
     m.graphs.push_back(g);
     return m;
   };
@@ -486,14 +477,14 @@ TEST(MemoryBudget, CeilModeMaxPoolBandsMatch) {
     kite::ir::Graph g;
     g.inputs = {x};
     g.outputs = {y};
-    kite::ir::Node n = node("conv", "Conv", {x, wt}, {c});
+    kite::ir::Node n = make_node("conv", "Conv", {x, wt}, {c});
     n.attrs = {kite::ops::ints_attr("pads", {1, 1, 1, 1})};
     g.nodes.push_back(n);
-    n = node("pool", "MaxPool", {c}, {p});
+    n = make_node("pool", "MaxPool", {c}, {p});
     n.attrs = {kite::ops::ints_attr("kernel_shape", {3, 3}), kite::ops::ints_attr("strides", {2, 2}),
                kite::ops::int_attr("ceil_mode", 1)};
     g.nodes.push_back(n);
-    g.nodes.push_back(node("relu", "Relu", {p}, {y}));
+    g.nodes.push_back(make_node("relu", "Relu", {p}, {y}));
     m.graphs.push_back(g);
     return m;
   };

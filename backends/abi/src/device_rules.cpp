@@ -105,10 +105,6 @@ std::string device_attention_of(const NodeView& n, const char* backend, std::vec
     if (n.op.has_input(i)) why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32}, backend);
   }
   if (why.empty()) why = kite::ops::expect_declared_output(n.outputs, 0, KITE_DTYPE_FLOAT32, *out);
-  const kite::ops::Attr* guard = n.op.find_attr("nan_to_zero");
-  if (why.empty() && guard && (guard->type != KITE_ATTR_INT || (guard->i != 0 && guard->i != 1))) {
-    why = "attribute 'nan_to_zero' must be 0 or 1";
-  }
   return why;
 }
 

@@ -110,10 +110,6 @@ std::string check_fused_attention(const OpNode& op, const std::string& pattern,
   std::string why = kite::ops::attention_shapes(op, pattern, outputs, &scores, &out);
   if (why.empty()) why = expect_dtypes(op, 0, op.inputs.size(), {KITE_DTYPE_FLOAT32});
   if (!why.empty()) return why;
-  const kite::ops::Attr* guard = op.find_attr("nan_to_zero");
-  if (guard && (guard->type != KITE_ATTR_INT || (guard->i != 0 && guard->i != 1))) {
-    return "attribute 'nan_to_zero' must be 0 or 1";
-  }
   const size_t r = scores.size();
   if (op.has_input(3)) {
     Shape joined;

@@ -113,7 +113,7 @@ std::string plan_conv_node(const NodeView& n, const PlanContext& ctx, Kernel* k,
     }
     lib.how = fused ? "cuDNN conv + bias + ReLU" : "cuDNN conv + own bias/activation";
   }
-  return pick_faster(b, k, &own, &lib, call != nullptr, cudnn_why, b.options().conv == "cudnn", cudnn_ms, "cuDNN");
+  return pick_faster(b, k, &own, call ? &lib : nullptr, cudnn_why, b.options().conv == "cudnn", cudnn_ms, "cuDNN");
 }
 
 }  // namespace

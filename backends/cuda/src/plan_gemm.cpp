@@ -66,7 +66,7 @@ std::string finish(const NodeView& n, const PlanContext& ctx, Kernel* k, const P
   std::string why;
   auto call = make_lt_matmul(b, s, a, bb, pr.bias && pr.bias_is_full && !row_bias ? &bias : nullptr,
                              row_bias ? &bias : nullptr, y, &lt_ms, &why);
-  if (!call) return pick_faster(b, k, &own, nullptr, false, why, b.options().gemm == "cublaslt", lt_ms, "cuBLASLt");
+  if (!call) return pick_faster(b, k, &own, nullptr, why, b.options().gemm == "cublaslt", lt_ms, "cuBLASLt");
   Kernel lib;
   Step st;
   st.kind = Step::Kind::kLibrary;
@@ -81,7 +81,7 @@ std::string finish(const NodeView& n, const PlanContext& ctx, Kernel* k, const P
   } else if (s.epilogue > 0) {
     lib.how = s.epilogue == 1 ? "cuBLASLt + bias epilogue" : s.epilogue == 2 ? "cuBLASLt + bias/ReLU epilogue" : "cuBLASLt + bias/GELU epilogue";
   }
-  return pick_faster(b, k, &own, &lib, true, why, b.options().gemm == "cublaslt", lt_ms, "cuBLASLt");
+  return pick_faster(b, k, &own, &lib, why, b.options().gemm == "cublaslt", lt_ms, "cuBLASLt");
 }
 
 // MatMul's operands and batch structure (numpy rules, broadcasting).

@@ -139,9 +139,9 @@ void add_own_gemm(Kernel* k, const kite_backend_tensor2* a, const kite_backend_t
   if (bias) s->fixups.push_back(Fixup{static_cast<uint32_t>(offsetof(GemmParams, bias)), tensor_operand(bias)});
 }
 
-std::string pick_faster(Backend& b, Kernel* k, Kernel* own, Kernel* lib, bool lib_ok, const std::string& lib_why,
+std::string pick_faster(Backend& b, Kernel* k, Kernel* own, Kernel* lib, const std::string& lib_why,
                         bool forced, float lib_ms, const char* lib_name) {
-  if (!lib_ok) {
+  if (!lib) {
     if (forced) return std::string(lib_name) + ": " + lib_why;
     b.log(KITE_LOG_INFO, k->label + ": " + lib_name + " declined (" + lib_why + "); own kernel");
     k->steps = std::move(own->steps);

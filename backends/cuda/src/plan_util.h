@@ -59,12 +59,12 @@ void add_own_gemm(Kernel* k, const kite_backend_tensor2* a, const kite_backend_t
                   const kite_backend_tensor2* bias, const kite_backend_tensor2* y, const GemmDesc& g);
 
 // The kernel a library-backed node gets (conv=auto|cudnn, gemm=auto|
-// cublaslt): without the library's call (lib_ok false, lib_why saying why)
+// cublaslt): without the library's call (lib null, lib_why saying why)
 // Kite's own, or an error when the library is forced; with it, the library's
 // when forced, else whichever of the two measured faster on b (lib_ms: the
 // library's time, < 0 when unknown). `lib_name` names the library in the
 // log lines. "" or the error.
-std::string pick_faster(Backend& b, Kernel* k, Kernel* own, Kernel* lib, bool lib_ok, const std::string& lib_why,
+std::string pick_faster(Backend& b, Kernel* k, Kernel* own, Kernel* lib, const std::string& lib_why,
                         bool forced, float lib_ms, const char* lib_name);
 
 #define KITE_CUDA_PLAN(name) std::string name(const NodeView& n, const PlanContext& ctx, Kernel* k);
