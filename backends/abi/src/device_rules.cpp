@@ -4,6 +4,7 @@
 
 #include "kite/ops/attention.h"
 #include "kite/ops/fused.h"
+#include "kite/ops/half.h"
 
 namespace kite::abi {
 
@@ -26,7 +27,8 @@ MergedAxes merge_axes(const std::vector<int64_t>& dims, const std::vector<int64_
 }
 
 std::string inner_resize_of(const NodeView& n, const char* backend, InnerResize* out) {
-  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32}, backend);
+  // float16 X: the backends admit it only where they have a half kernel.
+  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32, KITE_DTYPE_FLOAT16}, backend);
   if (!why.empty()) return why;
   kite::ops::RuleError rule_err;
   if (!kite::ops::resize_sampling_of(n.op, &out->sampling, &rule_err)) return rule_err.message;
@@ -170,16 +172,28 @@ std::string pad_of(const NodeView& n, const char* backend, PadSpec* out) {
   } else {
     pads = n.op.attr_ints("pads", {});
   }
+  const bool half = n.op.inputs[0].dtype == KITE_DTYPE_FLOAT16;
   const float value = n.op.attr_float("value", 0.0f);
-  std::memcpy(&out->value_bits, &value, 4);
+  if (half) {
+    out->value_bits = kite::float_to_half(value);
+  } else {
+    std::memcpy(&out->value_bits, &value, 4);
+  }
   if (n.op.has_input(2) && n.op.inputs[2].numel() > 0) {
     std::string why = expect_constant(n, 2, "constant_value", backend);
     if (!why.empty()) return why;
     const kite::ops::TensorType& v = n.op.inputs[2];
-    if (v.dtype != n.op.inputs[0].dtype || kite::ops::dtype_size(v.dtype) != 4 || v.numel() != 1) {
+    const size_t size = kite::ops::dtype_size(v.dtype);
+    if (v.dtype != n.op.inputs[0].dtype || (size != 4 && !half) || v.numel() != 1) {
       return input_label(n, 2) + " must be one value of the input's dtype";
     }
-    std::memcpy(&out->value_bits, v.data, 4);
+    if (half) {
+      uint16_t h;
+      std::memcpy(&h, v.data, 2);
+      out->value_bits = h;
+    } else {
+      std::memcpy(&out->value_bits, v.data, 4);
+    }
   }
   if (n.op.has_input(3)) {
     std::string why = expect_constant(n, 3, "axes", backend);

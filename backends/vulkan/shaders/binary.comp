@@ -17,9 +17,9 @@ layout(push_constant) uniform Params {
   float act_a, act_b;
 } p;
 
-layout(std430, set = 0, binding = 0) readonly buffer BufA { float a[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BufB { float b[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer BufC { float c[]; };
+layout(std430, set = 0, binding = 0) readonly buffer BufA { FLOAT_T a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufB { FLOAT_T b[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer BufC { FLOAT_T c[]; };
 
 #define BIN_ADD 0u
 #define BIN_SUB 1u
@@ -40,7 +40,7 @@ void main() {
     ia += idx * p.sa[d];
     ib += idx * p.sb[d];
   }
-  const float x = a[ia], y = b[ib];
+  const float x = LD(a[ia]), y = LD(b[ib]);
   float r;
   switch (p.op) {
     case BIN_ADD: r = x + y; break;
@@ -53,5 +53,5 @@ void main() {
     case BIN_PRELU: r = x < 0.0 ? x * y : x; break;
     default: r = x; break;
   }
-  c[p.off_c + i] = apply_op(p.act, r, p.act_a, p.act_b);
+  c[p.off_c + i] = ST(apply_op(p.act, r, p.act_a, p.act_b));
 }

@@ -4,6 +4,49 @@
 #ifndef KITE_COMMON_GLSL
 #define KITE_COMMON_GLSL
 
+// Storage of float tensors. Each shader that takes float16 nodes is compiled
+// twice (backends/vulkan/CMakeLists.txt): as float32, and with KITE_HALF,
+// where every float binding holds 16-bit halves (VK_KHR_16bit_storage) and
+// the arithmetic stays float32 (fp16 storage, fp32 arithmetic). Shaders
+// declare float bindings as FLOAT_T, read them through LD() and write
+// through ST(); raw 32-bit words (data movement) are WORD_T, which is a
+// 16-bit unit in the half variant (offsets count units of the binding's
+// element, see src/shaders.h).
+#ifdef KITE_HALF
+#extension GL_EXT_shader_16bit_storage : require
+#define FLOAT_T uint16_t
+#define WORD_T uint16_t
+// half -> float is exact (every half is a float); a device may flush half
+// subnormals (|x| < 2^-14) to zero, an absolute error below 6.2e-5.
+#define LD(v) unpackHalf2x16(uint(v)).x
+#define ST(v) uint16_t(kite_half_bits(v))
+#define WORD(v) uint16_t(v)
+#else
+#define FLOAT_T float
+#define WORD_T uint
+#define LD(v) (v)
+#define ST(v) (v)
+#define WORD(v) (v)
+#endif
+
+// float -> half bits, rounded to nearest with ties to even, as the converter
+// and the CPU backend round (kite/ops/half.h), whatever the device's own
+// conversion does: overflow to infinity at 65520, subnormals, NaN kept.
+uint kite_half_bits(float f) {
+  const uint x = floatBitsToUint(f);
+  const uint sign = (x >> 16) & 0x8000u;
+  const uint ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) return sign | (ax > 0x7f800000u ? 0x7e00u : 0x7c00u);
+  if (ax >= 0x477ff000u) return sign | 0x7c00u;  // rounds to 65536 or more
+  if (ax < 0x38800000u) {
+    // Below 2^-14: a subnormal half, f * 2^24 rounded (exact scaling).
+    return sign | uint(roundEven(uintBitsToFloat(ax) * 16777216.0));
+  }
+  // Normal: drop 13 mantissa bits with ties to even, rebias the exponent.
+  const uint r = ax + 0xfffu + ((ax >> 13) & 1u);
+  return sign | ((r - 0x38000000u) >> 13);
+}
+
 // Codes shared with src/kernels/op_codes.h.
 #define OP_NONE 0u
 #define OP_RELU 1u

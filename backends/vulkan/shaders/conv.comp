@@ -21,10 +21,10 @@ layout(push_constant) uniform Params {
   float act_a, act_b;
 } p;
 
-layout(std430, set = 0, binding = 0) readonly buffer BufX { float x[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BufW { float w[]; };
-layout(std430, set = 0, binding = 2) readonly buffer BufBias { float bias[]; };
-layout(std430, set = 0, binding = 3) writeonly buffer BufY { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer BufX { FLOAT_T x[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufW { FLOAT_T w[]; };
+layout(std430, set = 0, binding = 2) readonly buffer BufBias { FLOAT_T bias[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer BufY { FLOAT_T y[]; };
 
 const uint TM = 64u;
 const uint TN = 64u;
@@ -53,7 +53,7 @@ void main() {
       // Weights: row-major [cout, cin_g*KH*KW], consecutive along k.
       const uint row = e / TK, kk = e % TK;
       const uint m = m0 + row, k = k0 + kk;
-      As[kk][row] = (m < p.cout_g && k < K) ? w[base_w + m * K + k] : 0.0;
+      As[kk][row] = (m < p.cout_g && k < K) ? LD(w[base_w + m * K + k]) : 0.0;
       // Input: consecutive along n (output x), so along the input's rows.
       const uint col = e % TN, kb = e / TN;
       const uint n = n0 + col, k2 = k0 + kb;
@@ -65,7 +65,7 @@ void main() {
         const int ih = int(oh * p.sh + kh * p.dh) - p.ph;
         const int iw = int(ow * p.sw + kw * p.dw) - p.pw;
         if (ih >= 0 && ih < int(p.H) && iw >= 0 && iw < int(p.W)) {
-          v = x[base_x + (ci * p.H + uint(ih)) * p.W + uint(iw)];
+          v = LD(x[base_x + (ci * p.H + uint(ih)) * p.W + uint(iw)]);
         }
       }
       Bs[kb][col] = v;
@@ -85,10 +85,10 @@ void main() {
     const uint m = m0 + ty + 16u * i;
     if (m >= p.cout_g) continue;
     const uint oc = g * p.cout_g + m;
-    const float b = p.has_bias != 0u ? bias[p.off_bias + oc] : 0.0;
+    const float b = p.has_bias != 0u ? LD(bias[p.off_bias + oc]) : 0.0;
     for (uint j = 0u; j < 4u; ++j) {
       const uint n = n0 + tx + 16u * j;
-      if (n < N) y[p.off_y + (image * cout + oc) * N + n] = apply_op(p.act, acc[i][j] + b, p.act_a, p.act_b);
+      if (n < N) y[p.off_y + (image * cout + oc) * N + n] = ST(apply_op(p.act, acc[i][j] + b, p.act_a, p.act_b));
     }
   }
 }

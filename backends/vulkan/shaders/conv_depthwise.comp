@@ -19,10 +19,10 @@ layout(push_constant) uniform Params {
   float act_a, act_b;
 } p;
 
-layout(std430, set = 0, binding = 0) readonly buffer BufX { float x[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BufW { float w[]; };
-layout(std430, set = 0, binding = 2) readonly buffer BufBias { float bias[]; };
-layout(std430, set = 0, binding = 3) writeonly buffer BufY { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer BufX { FLOAT_T x[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufW { FLOAT_T w[]; };
+layout(std430, set = 0, binding = 2) readonly buffer BufBias { FLOAT_T bias[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer BufY { FLOAT_T y[]; };
 
 void main() {
   const uint n = gl_GlobalInvocationID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x * 64u;
@@ -40,9 +40,9 @@ void main() {
     for (uint kw = 0u; kw < p.KW; ++kw) {
       const int iw = int(ow * p.sw + kw * p.dw) - p.pw;
       if (iw < 0 || iw >= int(p.W)) continue;
-      acc += x[base_x + uint(ih) * p.W + uint(iw)] * w[base_w + kh * p.KW + kw];
+      acc += LD(x[base_x + uint(ih) * p.W + uint(iw)]) * LD(w[base_w + kh * p.KW + kw]);
     }
   }
-  if (p.has_bias != 0u) acc += bias[p.off_bias + oc];
-  y[p.off_y + plane * p.OH * p.OW + n] = apply_op(p.act, acc, p.act_a, p.act_b);
+  if (p.has_bias != 0u) acc += LD(bias[p.off_bias + oc]);
+  y[p.off_y + plane * p.OH * p.OW + n] = ST(apply_op(p.act, acc, p.act_a, p.act_b));
 }

@@ -24,10 +24,10 @@ layout(push_constant) uniform Params {
   float act_a, act_b;
 } p;
 
-layout(std430, set = 0, binding = 0) readonly buffer BufX { float x[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BufW { float w[]; };
-layout(std430, set = 0, binding = 2) readonly buffer BufBias { float bias[]; };
-layout(std430, set = 0, binding = 3) writeonly buffer BufY { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer BufX { FLOAT_T x[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufW { FLOAT_T w[]; };
+layout(std430, set = 0, binding = 2) readonly buffer BufBias { FLOAT_T bias[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer BufY { FLOAT_T y[]; };
 
 const uint R = 16u;
 
@@ -55,9 +55,9 @@ void main() {
       const bool row_in = ih >= 0 && ih < int(p.H);
       for (uint kw = 0u; kw < p.KW; ++kw, ++k) {
         const int iw = iw0 + int(kw * p.dw);
-        const float xv = (row_in && iw >= 0 && iw < int(p.W)) ? x[plane + uint(ih) * p.W + uint(iw)] : 0.0;
+        const float xv = (row_in && iw >= 0 && iw < int(p.W)) ? LD(x[plane + uint(ih) * p.W + uint(iw)]) : 0.0;
         [[unroll]] for (uint i = 0u; i < R; ++i) {
-          if (i < rows) acc[i] += w[base_w + i * K + k] * xv;
+          if (i < rows) acc[i] += LD(w[base_w + i * K + k]) * xv;
         }
       }
     }
@@ -66,7 +66,7 @@ void main() {
   [[unroll]] for (uint i = 0u; i < R; ++i) {
     if (i >= rows) continue;
     const uint oc = g * p.cout_g + m0 + i;
-    const float bv = p.has_bias != 0u ? bias[p.off_bias + oc] : 0.0;
-    y[p.off_y + (image * cout + oc) * N + n] = apply_op(p.act, acc[i] + bv, p.act_a, p.act_b);
+    const float bv = p.has_bias != 0u ? LD(bias[p.off_bias + oc]) : 0.0;
+    y[p.off_y + (image * cout + oc) * N + n] = ST(apply_op(p.act, acc[i] + bv, p.act_a, p.act_b));
   }
 }

@@ -18,8 +18,8 @@ layout(push_constant) uniform Params {
   int dst_stride[6];
 } p;
 
-layout(std430, set = 0, binding = 0) readonly buffer BufSrc { uint src[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer BufDst { uint dst[]; };
+layout(std430, set = 0, binding = 0) readonly buffer BufSrc { WORD_T src[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer BufDst { WORD_T dst[]; };
 
 void main() {
   const uint i = flat_index(256u);

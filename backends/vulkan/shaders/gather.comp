@@ -18,9 +18,9 @@ layout(push_constant) uniform Params {
   uint node;        // reported in the status buffer
 } p;
 
-layout(std430, set = 0, binding = 0) readonly buffer BufData { uint data[]; };
+layout(std430, set = 0, binding = 0) readonly buffer BufData { WORD_T data[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufIdx { uint idx[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer BufOut { uint outv[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer BufOut { WORD_T outv[]; };
 layout(std430, set = 0, binding = 3) buffer BufStatus { uint status[]; };
 
 void main() {
@@ -36,7 +36,7 @@ void main() {
   if (hi == 0 && lo < p.axis_len) k = int(lo);
   else if (hi == -1 && lo >= 0u - p.axis_len && p.axis_len > 0u) k = int(lo + p.axis_len);
   if (k < 0) {
-    outv[p.off_out + i] = 0u;
+    outv[p.off_out + i] = WORD(0u);
     if (atomicCompSwap(status[p.off_status], 0u, 1u) == 0u) {
       status[p.off_status + 1u] = p.node;
       status[p.off_status + 2u] = lo;

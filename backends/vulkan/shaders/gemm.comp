@@ -35,11 +35,11 @@ void main() {
       uint row, kk;
       if (a_k_fast) { row = e / TK; kk = e % TK; } else { row = e % TM; kk = e / TM; }
       const uint m = m0 + row, k = k0 + kk;
-      As[kk][row] = (m < p.M && k < p.K) ? a[base_a + m * p.sam + k * p.sak] : 0.0;
+      As[kk][row] = (m < p.M && k < p.K) ? LD(a[base_a + m * p.sam + k * p.sak]) : 0.0;
       uint col, kb;
       if (b_n_fast) { col = e % TN; kb = e / TN; } else { col = e / TK; kb = e % TK; }
       const uint n = n0 + col, k2 = k0 + kb;
-      Bs[kb][col] = (n < p.N && k2 < p.K) ? b[base_b + k2 * p.sbk + n * p.sbn] : 0.0;
+      Bs[kb][col] = (n < p.N && k2 < p.K) ? LD(b[base_b + k2 * p.sbk + n * p.sbn]) : 0.0;
     }
     barrier();
     for (uint kk = 0u; kk < TK; ++kk) {

@@ -26,18 +26,18 @@ void main() {
   const uint ia0 = p.off_a + z * p.sab + m0 * p.sam;
   if (rows == R) {
     for (uint k = 0u; k < p.K; ++k) {
-      const float bv = b[ib];
+      const float bv = LD(b[ib]);
       ib += p.sbk;
       const uint ia = ia0 + k * p.sak;
-      [[unroll]] for (uint i = 0u; i < R; ++i) acc[i] += a[ia + i * p.sam] * bv;
+      [[unroll]] for (uint i = 0u; i < R; ++i) acc[i] += LD(a[ia + i * p.sam]) * bv;
     }
   } else {
     for (uint k = 0u; k < p.K; ++k) {
-      const float bv = b[ib];
+      const float bv = LD(b[ib]);
       ib += p.sbk;
       const uint ia = ia0 + k * p.sak;
       [[unroll]] for (uint i = 0u; i < R; ++i) {
-        if (i < rows) acc[i] += a[ia + i * p.sam] * bv;
+        if (i < rows) acc[i] += LD(a[ia + i * p.sam]) * bv;
       }
     }
   }

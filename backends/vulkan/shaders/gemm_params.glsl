@@ -17,13 +17,13 @@ layout(push_constant) uniform Params {
   float act_a, act_b;
 } p;
 
-layout(std430, set = 0, binding = 0) readonly buffer BufA { float a[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BufB { float b[]; };
-layout(std430, set = 0, binding = 2) readonly buffer BufBias { float bias[]; };
-layout(std430, set = 0, binding = 3) writeonly buffer BufC { float c[]; };
+layout(std430, set = 0, binding = 0) readonly buffer BufA { FLOAT_T a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufB { FLOAT_T b[]; };
+layout(std430, set = 0, binding = 2) readonly buffer BufBias { FLOAT_T bias[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer BufC { FLOAT_T c[]; };
 
 void store_c(uint z, uint m, uint n, float acc) {
   float v = p.alpha * acc;
-  if (p.has_bias != 0u) v += p.beta * bias[p.off_bias + z * p.sbias_b + m * p.sbias_m + n * p.sbias_n];
-  c[p.off_c + z * p.scb + m * p.scm + n] = apply_op(p.act, v, p.act_a, p.act_b);
+  if (p.has_bias != 0u) v += p.beta * LD(bias[p.off_bias + z * p.sbias_b + m * p.sbias_m + n * p.sbias_n]);
+  c[p.off_c + z * p.scb + m * p.scm + n] = ST(apply_op(p.act, v, p.act_a, p.act_b));
 }

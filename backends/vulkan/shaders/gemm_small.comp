@@ -16,7 +16,7 @@ void main() {
   uint ib = p.off_b + z * p.sbb + n * p.sbn;
   float acc = 0.0;
   for (uint k = 0u; k < p.K; ++k) {
-    acc += a[ia] * b[ib];
+    acc += LD(a[ia]) * LD(b[ib]);
     ia += p.sak;
     ib += p.sbk;
   }

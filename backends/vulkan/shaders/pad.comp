@@ -18,8 +18,8 @@ layout(push_constant) uniform Params {
   int begin[6];
 } p;
 
-layout(std430, set = 0, binding = 0) readonly buffer BufX { uint x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer BufY { uint y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer BufX { WORD_T x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer BufY { WORD_T y[]; };
 
 void main() {
   const uint i = flat_index(256u);
@@ -48,5 +48,5 @@ void main() {
     src += uint(max(k, 0)) * stride;
     stride *= p.in_dims[d];
   }
-  y[p.off_y + i] = outside ? p.value : x[p.off_x + src];
+  y[p.off_y + i] = outside ? WORD(p.value) : x[p.off_x + src];
 }

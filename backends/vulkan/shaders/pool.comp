@@ -16,8 +16,8 @@ layout(push_constant) uniform Params {
   int pb[3], pe[3];
 } p;
 
-layout(std430, set = 0, binding = 0) readonly buffer BufX { float x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer BufY { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer BufX { FLOAT_T x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer BufY { FLOAT_T y[]; };
 
 void main() {
   const uint i = flat_index(256u);
@@ -59,7 +59,7 @@ void main() {
       for (uint t2 = 0u; t2 < p.k[2]; ++t2) {
         const int a2 = s2 + int(t2 * p.d[2]);
         if (a2 < 0 || a2 >= int(p.in_[2])) continue;
-        const float v = x[row + uint(a2)];
+        const float v = LD(x[row + uint(a2)]);
         acc = is_max ? max(acc, v) : acc + v;
       }
     }
@@ -68,5 +68,5 @@ void main() {
     const uint count = p.mode == 2u ? padded0 * padded1 * padded2 : inside0 * inside1 * inside2;
     acc = count > 0u ? acc / float(count) : 0.0;
   }
-  y[p.off_y + i] = acc;
+  y[p.off_y + i] = ST(acc);
 }

@@ -16,8 +16,8 @@ layout(push_constant) uniform Params {
   uint taps_h, taps_w;
 } p;
 
-layout(std430, set = 0, binding = 0) readonly buffer BufX { float x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer BufY { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer BufX { FLOAT_T x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer BufY { FLOAT_T y[]; };
 layout(std430, set = 0, binding = 2) readonly buffer BufTable { uint table[]; };
 
 void main() {
@@ -36,9 +36,9 @@ void main() {
     float line = 0.0;
     for (uint tw = 0u; tw < p.taps_w; ++tw) {
       const uint iw = table[tw0 + 2u * tw];
-      line += uintBitsToFloat(table[tw0 + 2u * tw + 1u]) * x[base + ih * p.W + iw];
+      line += uintBitsToFloat(table[tw0 + 2u * tw + 1u]) * LD(x[base + ih * p.W + iw]);
     }
     sum += wh * line;
   }
-  y[p.off_y + i] = sum;
+  y[p.off_y + i] = ST(sum);
 }

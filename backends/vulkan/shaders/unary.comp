@@ -12,11 +12,11 @@ layout(push_constant) uniform Params {
   float alpha, beta;
 } p;
 
-layout(std430, set = 0, binding = 0) readonly buffer BufX { float x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer BufY { float y[]; };
+layout(std430, set = 0, binding = 0) readonly buffer BufX { FLOAT_T x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer BufY { FLOAT_T y[]; };
 
 void main() {
   const uint i = flat_index(256u);
   if (i >= p.n) return;
-  y[p.off_y + i] = apply_op(p.op, x[p.off_x + i], p.alpha, p.beta);
+  y[p.off_y + i] = ST(apply_op(p.op, LD(x[p.off_x + i]), p.alpha, p.beta));
 }

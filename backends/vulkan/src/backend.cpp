@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/plan_util.h"
+#include "kernels/kernels.h"
 #include "kite/abi/plugin.h"
 
 namespace kite::vk {
@@ -182,6 +182,18 @@ std::string Backend::plan(const kite_backend_node2& node, Kernel* out, std::stri
   }
   PlanContext ctx{device_->limits(), device_->physical()};
   ctx.lanes = lanes_;
+  // float16 tensors: only where the shaders have half variants, and only
+  // when every float tensor of the node is float16 (a Cast has its own
+  // shaders; Resize's roi and scales stay float32).
+  if (entry->plan != plan_cast) {
+    bool half = false;
+    const std::string dtypes = view.op.op == "Resize" ? float_dtypes(view, ctx, &half, {1, 2})
+                                                      : float_dtypes(view, ctx, &half);
+    if (!dtypes.empty()) return dtypes;
+    if (half && !half_plan(entry->plan)) {
+      return "float16 " + view.op.op + " has no Vulkan kernel (it computes in float32; kite-convert keeps it so)";
+    }
+  }
   out->label = *label;
   out->op = view.op.op;
   out->node_index = node.index;
@@ -266,13 +278,15 @@ kite_status Backend::bind(const kite_backend_bindings& b, std::string* err) {
           return KITE_ERROR_INVALID_ARGUMENT;
         }
         o.buffer = t->buffer;
-        if (t->offset % 4 != 0 || t->offset > o.buffer->size || t->byte_size > o.buffer->size - t->offset) {
+        const uint64_t unit = unit_bytes(t);
+        if (t->offset % unit != 0 || t->offset > o.buffer->size || t->byte_size > o.buffer->size - t->offset) {
           *err = k->label + ": tensor '" + tensor_name(t) + "' at offset " + std::to_string(t->offset) + " (" +
                  std::to_string(t->byte_size) + " bytes) does not fit its buffer of " +
-                 std::to_string(o.buffer->size) + " bytes or is not 4-byte aligned";
+                 std::to_string(o.buffer->size) + " bytes or is not " + std::to_string(unit) +
+                 "-byte aligned";
           return KITE_ERROR_INVALID_ARGUMENT;
         }
-        o.begin = t->offset + static_cast<uint64_t>(o.extra_words) * 4;
+        o.begin = t->offset + static_cast<uint64_t>(o.extra_words) * unit;
         o.end = o.span_bytes ? o.begin + o.span_bytes : t->offset + t->byte_size;
         if (o.end > t->offset + t->byte_size || o.begin > o.end) {
           *err = k->label + ": a dispatch reaches outside tensor '" + tensor_name(t) + "'";
@@ -337,7 +351,8 @@ kite_status Backend::bind(const kite_backend_bindings& b, std::string* err) {
         writes[i].descriptorCount = 1;
         writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
         writes[i].pBufferInfo = &infos[i];
-        const uint64_t words = (base - first) / 4 + (tensor && !o.span_bytes ? o.extra_words : 0);
+        const uint64_t words = (base - first) / (tensor ? unit_bytes(o.tensor) : 4) +
+                               (tensor && !o.span_bytes ? o.extra_words : 0);
         d.push[i] = static_cast<uint32_t>(words);
         // Barriers are decided on what the binding covers (what
         // synchronization validation checks), not only the bytes used.

@@ -35,7 +35,9 @@ struct Operand {
   Kind kind = Kind::kTensor;
   const kite_backend_tensor2* tensor = nullptr;  // kTensor
   Access access = Access::kRead;
-  uint32_t extra_words = 0;  // added to the tensor's element offset (a slice's start)
+  // Added to the tensor's offset (a slice's start), in units of its storage
+  // (32-bit words; 16-bit units for float16: plan_util.h's unit_bytes).
+  uint32_t extra_words = 0;
   // Bytes from the start (offset + extra) the dispatch writes or reads, when
   // it touches only part of the tensor (a Concat part); 0: to the tensor's end.
   uint64_t span_bytes = 0;

@@ -5,10 +5,11 @@
 //
 // Conventions every shader follows:
 //  - set 0 holds `bindings` storage buffers, in the order the table gives;
-//  - the push constants start with one uint per binding: the element (32-bit
-//    word) offset of the tensor inside the bound range, since a descriptor's
-//    offset must be a multiple of minStorageBufferOffsetAlignment and a
-//    tensor's need not be;
+//  - the push constants start with one uint per binding: the offset of the
+//    tensor inside the bound range in units of the binding's element (32-bit
+//    words; 16-bit halves for a float16 tensor), since a descriptor's offset
+//    must be a multiple of minStorageBufferOffsetAlignment and a tensor's
+//    need not be;
 //  - then the shader's own parameters (see the .comp file's header).
 #pragma once
 
@@ -37,6 +38,22 @@ enum ShaderId : uint32_t {
   kShaderCast,           // Cast between float32, int32 and int64
   kShaderGemmLanes,      // GEMM without shared memory (CPU-like devices)
   kShaderConvLanes,      // convolution without shared memory (CPU-like devices)
+  // float16 variants (fp16 storage, fp32 arithmetic; common.glsl's KITE_HALF)
+  kShaderGemmF16,
+  kShaderGemmSmallF16,
+  kShaderConvF16,
+  kShaderConvDepthwiseF16,
+  kShaderBinaryF16,
+  kShaderUnaryF16,
+  kShaderCopyF16,        // 16-bit elements
+  kShaderGatherF16,
+  kShaderPadF16,
+  kShaderResizeF16,
+  kShaderPoolF16,
+  kShaderGemmLanesF16,
+  kShaderConvLanesF16,
+  kShaderCastWiden,      // float16 -> float32
+  kShaderCastNarrow,     // float32 -> float16, ties to even
   kShaderCount
 };
 
@@ -48,5 +65,10 @@ struct ShaderInfo {
 };
 
 const ShaderInfo& shader_info(ShaderId id);
+
+// The float16 variant of a shader, or kShaderCount when it has none.
+ShaderId half_variant(ShaderId id);
+// True for the variants whose float bindings hold halves (and the casts).
+bool reads_halves(ShaderId id);
 
 }  // namespace kite::vk

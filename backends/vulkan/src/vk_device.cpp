@@ -99,6 +99,14 @@ bool Device::init(const kite_backend_device_options& options, std::string* err) 
   VkDeviceCreateInfo info = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue_info;
+  // 16-bit storage buffers (core in Vulkan 1.1) for the float16 shaders,
+  // where the device has them; plan functions decline float16 otherwise.
+  VkPhysicalDevice16BitStorageFeatures storage16 =
+      vk_struct<VkPhysicalDevice16BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
+  if (physical_->storage_16bit) {
+    storage16.storageBuffer16BitAccess = VK_TRUE;
+    info.pNext = &storage16;
+  }
   VkResult r = fn_.vkCreateDevice(physical_->handle, &info, nullptr, &device_);
   if (r != VK_SUCCESS) {
     device_ = VK_NULL_HANDLE;

@@ -55,7 +55,7 @@ std::string add_strided_copy(Kernel* k, const PlanContext& ctx, const kite_backe
   // A part written into a contiguous block of the output (Concat along the
   // outermost non-trivial axis) names its bytes, so that the parts need no
   // barriers between them.
-  if (elide_if_aliased) dispatch.operands[1].span_bytes = static_cast<uint64_t>(total) * 4;
+  if (elide_if_aliased) dispatch.operands[1].span_bytes = static_cast<uint64_t>(total) * unit_bytes(dst);
   return "";
 }
 
@@ -281,15 +281,28 @@ std::string plan_cast(const NodeView& n, const PlanContext& ctx, Kernel* k) {
   auto code = [](kite_dtype d) -> uint32_t {
     return d == KITE_DTYPE_FLOAT32 ? 0u : d == KITE_DTYPE_INT32 ? 1u : d == KITE_DTYPE_INT64 ? 2u : 3u;
   };
-  if (code(to) == 3) {
+  if (code(to) == 3 && to != KITE_DTYPE_FLOAT16) {
     return std::string("Cast to ") + kite::ops::dtype_name(to) + " is not supported on Vulkan";
+  }
+  const bool half = from == KITE_DTYPE_FLOAT16 || to == KITE_DTYPE_FLOAT16;
+  if (half && !ctx.physical.storage_16bit) {
+    return "a float16 Cast needs 16-bit storage buffers (storageBuffer16BitAccess), which the device lacks";
   }
   const int64_t count = numel(n.out_shape(0));
   if (from == to) return add_strided_copy(k, ctx, n.in(0), 0, n.out(0), 0, {count}, {1}, {1}, dtype_words(from), true);
+  if (half && from != KITE_DTYPE_FLOAT32 && to != KITE_DTYPE_FLOAT32) {
+    return std::string("Cast from ") + kite::ops::dtype_name(from) + " to " + kite::ops::dtype_name(to) +
+           " is not supported on Vulkan (float16 converts to and from float32 only)";
+  }
   if (count > static_cast<int64_t>(INT32_MAX) / 2) return "tensor is too large for 32-bit indexing";
   if (count == 0) return "";
   uint32_t groups[3];
   if (!grid_1d(ctx, static_cast<uint64_t>(count), 256, groups)) return "tensor is too large for the grid";
+  if (half) {
+    add_dispatch(k, from == KITE_DTYPE_FLOAT16 ? kShaderCastWiden : kShaderCastNarrow, {read(n.in(0)), write(n.out(0))},
+                 {static_cast<uint32_t>(count)}, groups);
+    return "";
+  }
   add_dispatch(k, kShaderCast, {read(n.in(0)), write(n.out(0))},
                {static_cast<uint32_t>(count), code(from), code(to)}, groups);
   return "";

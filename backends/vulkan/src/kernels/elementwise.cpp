@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kernels.h"
+#include "kite/ops/half.h"
 
 namespace kite::vk {
 
@@ -86,7 +87,7 @@ std::string add_binary(Kernel* k, const PlanContext& ctx, const kite_backend_ten
                                 write(c, static_cast<uint32_t>(ec))},
                                params, groups);
     // Each dispatch writes its own rows of the output: no barriers between.
-    if (lead > 0 && ec + inner <= count && sc[lead - 1] == inner) d.operands[2].span_bytes = static_cast<uint64_t>(inner) * 4;
+    if (lead > 0 && ec + inner <= count && sc[lead - 1] == inner) d.operands[2].span_bytes = static_cast<uint64_t>(inner) * unit_bytes(c);
   }
   return "";
 }
@@ -191,7 +192,13 @@ std::string plan_unary(const NodeView& n, const PlanContext& ctx, Kernel* k) {
       if (!why.empty()) return why;
       if (numel(n.in_shape(i)) != 1) return input_label(n, i) + " must hold one value";
       float v;
-      std::memcpy(&v, n.op.inputs[i].data, 4);
+      if (n.op.inputs[i].dtype == KITE_DTYPE_FLOAT16) {  // a bound of a float16 Clip
+        uint16_t h;
+        std::memcpy(&h, n.op.inputs[i].data, 2);
+        v = kite::half_to_float(h);
+      } else {
+        std::memcpy(&v, n.op.inputs[i].data, 4);
+      }
       (i == 1 ? alpha : beta) = v;
     }
   }

@@ -1,4 +1,4 @@
-#include "plan_util.h"
+#include "kernels.h"
 
 #include <algorithm>
 #include <limits>
@@ -10,10 +10,66 @@ namespace kite::vk {
 size_t dtype_words(kite_dtype dtype) {
   switch (dtype) {
     case KITE_DTYPE_FLOAT32:
-    case KITE_DTYPE_INT32: return 1;
+    case KITE_DTYPE_INT32:
+    case KITE_DTYPE_FLOAT16: return 1;  // one 16-bit unit in the half variants
     case KITE_DTYPE_INT64: return 2;
     default: return 0;
   }
+}
+
+std::string expect_dtype(const NodeView& n, size_t i, std::initializer_list<kite_dtype> dtypes) {
+  std::vector<kite_dtype> admitted(dtypes);
+  for (kite_dtype d : dtypes) {
+    if (d == KITE_DTYPE_FLOAT32) admitted.push_back(KITE_DTYPE_FLOAT16);
+  }
+  if (!n.op.has_input(i)) return "input " + std::to_string(i) + " is missing";
+  for (kite_dtype d : admitted) {
+    if (n.op.inputs[i].dtype == d) return "";
+  }
+  return abi::expect_dtype(n, i, dtypes, "Vulkan");
+}
+
+std::string float_dtypes(const NodeView& n, const PlanContext& ctx, bool* half,
+                         std::initializer_list<size_t> skip) {
+  const kite::ops::TensorType* f32 = nullptr;
+  const kite::ops::TensorType* f16 = nullptr;
+  std::string f32_name, f16_name;
+  auto look = [&](const kite::ops::TensorType& t, const std::string& name) {
+    if (t.dtype == KITE_DTYPE_FLOAT32 && !f32) {
+      f32 = &t;
+      f32_name = name;
+    }
+    if (t.dtype == KITE_DTYPE_FLOAT16 && !f16) {
+      f16 = &t;
+      f16_name = name;
+    }
+  };
+  for (size_t i = 0; i < n.op.inputs.size(); ++i) {
+    if (!n.op.has_input(i) || std::find(skip.begin(), skip.end(), i) != skip.end()) continue;
+    look(n.op.inputs[i], input_label(n, i));
+  }
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    if (n.outputs[i].present) look(n.outputs[i], "output " + std::to_string(i));
+  }
+  *half = f16 != nullptr;
+  if (f16 && f32) {
+    return f16_name + " is float16 but " + f32_name +
+           " is float32: the Vulkan kernels take nodes whose float tensors are all float32 or all float16";
+  }
+  if (f16 && !ctx.physical.storage_16bit) {
+    return f16_name + " is float16 and the device has no 16-bit storage buffers (storageBuffer16BitAccess)";
+  }
+  return "";
+}
+
+bool half_plan(PlanFn plan) {
+  static const PlanFn plans[] = {
+      plan_conv,      plan_fused_conv, plan_matmul,    plan_gemm,      plan_fused_matmul,
+      plan_fused_gemm, plan_binary,    plan_variadic,  plan_unary,     plan_fused_gelu,
+      plan_copy,      plan_transpose,  plan_concat,    plan_split,     plan_slice,
+      plan_expand,    plan_gather,     plan_pad,       plan_resize,    plan_pool,
+  };
+  return std::find(std::begin(plans), std::end(plans), plan) != std::end(plans);
 }
 
 bool grid_1d(const PlanContext& ctx, uint64_t n, uint32_t local, uint32_t groups[3]) {
@@ -45,6 +101,16 @@ bool grid_groups(const PlanContext& ctx, uint64_t count, uint32_t groups[3]) {
 Dispatch& add_dispatch(Kernel* k, ShaderId shader, std::vector<Operand> operands,
                        std::vector<uint32_t> params, const uint32_t groups[3]) {
   Dispatch d;
+  // A float16 tensor among the operands picks the shader's half variant
+  // (the plan functions admit float16 only where every float tensor of the
+  // node is float16 and the shader has one).
+  const ShaderId half = half_variant(shader);
+  for (const Operand& o : operands) {
+    if (half != kShaderCount && o.kind == Operand::Kind::kTensor && o.tensor &&
+        o.tensor->dtype == KITE_DTYPE_FLOAT16) {
+      shader = half;
+    }
+  }
   d.shader = shader;
   d.operands = std::move(operands);
   d.params = std::move(params);

@@ -90,7 +90,18 @@ inline uint32_t float_bits(float f) {
 }
 inline uint32_t int_bits(int64_t v) { return static_cast<uint32_t>(static_cast<int32_t>(v)); }
 
-size_t dtype_words(kite_dtype dtype);  // 32-bit words per element (0: not word-sized)
+// Units per element in the shaders' storage: 32-bit words, or one 16-bit
+// unit for float16 (the half variants' WORD_T); 0: not supported.
+size_t dtype_words(kite_dtype dtype);
+// Bytes of one storage unit of t: 2 for float16 (the half variants), else 4.
+inline uint64_t unit_bytes(const kite_backend_tensor2* t) {
+  return t && t->dtype == KITE_DTYPE_FLOAT16 ? 2 : 4;
+}
+// "" when every float input and output of n has dtype float32, or every one
+// float16 (then *half is set) on a device with 16-bit storage buffers; else
+// why not. Inputs listed in `skip` (Resize's roi and scales) are not looked at.
+std::string float_dtypes(const NodeView& n, const PlanContext& ctx, bool* half,
+                         std::initializer_list<size_t> skip = {});
 
 // Workgroups for n invocations of `local` each, spread over x and y when x
 // alone would pass the device's limit. False when even that does not fit.
@@ -102,10 +113,13 @@ bool grid_groups(const PlanContext& ctx, uint64_t count, uint32_t groups[3]);
 Dispatch& add_dispatch(Kernel* k, ShaderId shader, std::vector<Operand> operands,
                        std::vector<uint32_t> params, const uint32_t groups[3]);
 
-// The checks of kite/abi/device_node.h, naming this backend.
-inline std::string expect_dtype(const NodeView& n, size_t i, std::initializer_list<kite_dtype> dtypes) {
-  return abi::expect_dtype(n, i, dtypes, "Vulkan");
-}
+// The checks of kite/abi/device_node.h, naming this backend. float32 in
+// `dtypes` admits float16 too: Backend::plan lets a node with float16
+// tensors reach only the plan functions whose shaders have half variants
+// (half_plan), and only when all its float tensors are float16.
+std::string expect_dtype(const NodeView& n, size_t i, std::initializer_list<kite_dtype> dtypes);
+// True if plan's kernels take float16 nodes (fp16 storage, fp32 arithmetic).
+bool half_plan(PlanFn plan);
 inline std::string expect_constant(const NodeView& n, size_t i, const char* what) {
   return abi::expect_constant(n, i, what, "Vulkan");
 }

@@ -66,14 +66,15 @@ std::string slice_of(const NodeView& n, const char* backend, std::vector<kite::o
 std::string check_skip_layer_norm(const NodeView& n, const char* backend);
 
 // A Pad node resolved for a device kernel: the mode, one PadAxis per input
-// dimension (crop always 0) and the constant's 4 bytes.
+// dimension (crop always 0) and the constant's bits in the input's dtype
+// (a float16 input's half in the low 16 bits).
 struct PadSpec {
   kite::ops::PadMode mode = kite::ops::PadMode::kConstant;
   std::vector<kite::ops::PadAxis> axes;
   uint32_t value_bits = 0;
 };
 
-// Reads a Pad node of a 4-byte dtype: mode (constant, reflect or edge: the
+// Reads a Pad node of a 4-byte dtype or float16: mode (constant, reflect or edge: the
 // device kernels have no wrap), pads (input 1, a constant, or the
 // attribute), constant_value (input 2 when present and not empty: a
 // constant with one element of the input's dtype; else the float attribute

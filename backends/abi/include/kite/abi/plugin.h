@@ -78,6 +78,9 @@ kite_status guarded(char* err, size_t err_size, const char* what, F body) {
       [&](kite_status code, const std::string& message) { return fail(err, err_size, code, message); });
 }
 
+// True if any present input or output of node has dtype float16.
+bool has_float16(const kite_backend_node2& node);
+
 // For supports2: 1 when why_not() gives "", else 0 with its reason written
 // to `reason`. An exception declines with "out of memory" (bad_alloc) or
 // "internal error".
@@ -190,7 +193,11 @@ struct DevicePlugin {
       write_message(reason, reason_size, "backend or node is NULL");
       return 0;
     }
-    return supported(reason, reason_size, [&] { return P::unsupported(*as_backend(backend), *node); });
+    const int ok = supported(reason, reason_size, [&] { return P::unsupported(*as_backend(backend), *node); });
+    // Taken with float16 tensors: the device kernels read and write halves
+    // and compute in float32; the placement says so (kite/backend.h).
+    if (ok && has_float16(*node)) write_message(reason, reason_size, "fp16 storage, fp32 arithmetic");
+    return ok;
   }
 
   static kite_status prepare2(void* backend, const kite_backend_node2* node, void** out_kernel, char* err,
