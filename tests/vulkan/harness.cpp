@@ -15,6 +15,7 @@
 
 #include "cpu_backend.h"
 #include "kite/abi/node.h"
+#include "kite/ops/half.h"
 #include "kite_test_bytes.h"
 
 namespace kite::vktest {
@@ -43,6 +44,22 @@ std::vector<uint8_t> random_floats(const std::string& name, const Shape& shape, 
   std::vector<float> v(static_cast<size_t>(numel(shape)));
   for (float& x : v) x = dist(gen);
   return bytes_of(v);
+}
+
+// The values of float32 or float16 bytes, as floats.
+std::vector<float> floats_of(kite_dtype dtype, const std::vector<uint8_t>& bytes) {
+  if (dtype == KITE_DTYPE_FLOAT16) {
+    std::vector<float> f(bytes.size() / 2);
+    for (size_t i = 0; i < f.size(); ++i) {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      f[i] = kite::half_to_float(h);
+    }
+    return f;
+  }
+  std::vector<float> f(bytes.size() / 4);
+  if (!f.empty()) std::memcpy(f.data(), bytes.data(), f.size() * 4);
+  return f;
 }
 
 Tensor make_tensor(const std::string& name, const Shape& shape, kite_dtype dtype, Tensor::Kind kind,
@@ -538,6 +555,31 @@ bool run_vulkan(const Graph& g, const VulkanOptions& o, Values* out, std::string
   return true;
 }
 
+Graph to_half(const Graph& g) {
+  Graph h = g;
+  std::vector<bool> keep(h.tensors.size(), false);
+  for (const Node& n : h.nodes) {
+    if (n.op != "Resize") continue;
+    for (size_t i = 1; i < n.inputs.size() && i < 3; ++i) {
+      if (n.inputs[i] >= 0) keep[static_cast<size_t>(n.inputs[i])] = true;
+    }
+  }
+  for (size_t i = 0; i < h.tensors.size(); ++i) {
+    Tensor& t = h.tensors[i];
+    if (t.dtype != KITE_DTYPE_FLOAT32 || keep[i]) continue;
+    t.dtype = KITE_DTYPE_FLOAT16;
+    // A place inside another float tensor: the same element, half the bytes.
+    if (t.alias >= 0 && g.tensors[static_cast<size_t>(t.alias)].dtype == KITE_DTYPE_FLOAT32) t.alias_offset /= 2;
+    if (t.data.empty()) continue;
+    const std::vector<float> f = floats_of(KITE_DTYPE_FLOAT32, t.data);
+    std::vector<uint16_t> half(f.size());
+    for (size_t k = 0; k < f.size(); ++k) half[k] = kite::float_to_half(f[k]);
+    t.data.assign(reinterpret_cast<const uint8_t*>(half.data()),
+                  reinterpret_cast<const uint8_t*>(half.data()) + half.size() * 2);
+  }
+  return h;
+}
+
 double normalized_error(const Graph& g, const Values& ref, const Values& got, std::string* where) {
   const std::vector<int> outs = g.outputs();
   double worst = 0.0;
@@ -547,19 +589,15 @@ double normalized_error(const Graph& g, const Values& ref, const Values& got, st
       *where = t.name + ": sizes differ";
       return INFINITY;
     }
-    if (t.dtype != KITE_DTYPE_FLOAT32) {
+    if (t.dtype != KITE_DTYPE_FLOAT32 && t.dtype != KITE_DTYPE_FLOAT16) {
       if (ref[k] != got[k]) {
         *where = t.name + ": integer values differ";
         return 1.0;
       }
       continue;
     }
-    const size_t n = ref[k].size() / 4;
-    std::vector<float> a(n), b(n);
-    if (n) {
-      std::memcpy(a.data(), ref[k].data(), n * 4);
-      std::memcpy(b.data(), got[k].data(), n * 4);
-    }
+    const std::vector<float> a = floats_of(t.dtype, ref[k]), b = floats_of(t.dtype, got[k]);
+    const size_t n = a.size();
     double max_ref = 0.0;
     for (float v : a) max_ref = std::max(max_ref, static_cast<double>(std::fabs(v)));
     const double scale = std::max(max_ref, 1e-6);

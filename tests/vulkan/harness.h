@@ -135,8 +135,14 @@ std::vector<std::string> take_log_messages();
 bool run_vulkan(const Graph& g, const VulkanOptions& o, Values* out, std::string* err,
                 std::vector<uint64_t>* times_ns = nullptr, RunReport* report = nullptr);
 
-// max |a - b| / max(max |ref|, floor) over float32 outputs; exact compare
-// of integer outputs (returns 0 or 1).
+// The graph with every float32 tensor made float16 (constants and inputs
+// rounded to half, ties to even), as kite-convert --precision fp16 leaves an
+// fp16 node; Resize's roi and scales stay float32, as the converter keeps
+// them.
+Graph to_half(const Graph& g);
+
+// max |a - b| / max(max |ref|, floor) over float32 and float16 outputs;
+// exact compare of integer outputs (returns 0 or 1).
 double normalized_error(const Graph& g, const Values& ref, const Values& got, std::string* where);
 
 }  // namespace kite::vktest

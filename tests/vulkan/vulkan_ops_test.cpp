@@ -22,13 +22,26 @@
 //    normalisation, softmax, attention): 1e-4, from the float32 bound
 //    K * 2^-24 * sum|terms| ~ 6e-5 for the largest K here (~1000) with both
 //    sides rounding in different orders.
+//
+// float16: every case whose ops have float16 kernels on Vulkan (what
+// kite-convert --precision puts in fp16) runs a second time as a float16
+// graph (harness's to_half: fp16 storage, fp32 arithmetic on both sides).
+// Both backends read the same halves, compute in float32 and round once to
+// half with ties to even; where their float32 results differ (the float32
+// tolerance above) the rounding may land on neighbouring halves, one half
+// ulp apart: at most 2^-10 of the largest |value|. So the float16 tolerance
+// is the float32 one plus 2^-10, and 0 stays 0 for data movement and for
+// max/min/relu, which select a value without arithmetic.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
+#include <set>
 
 #include "harness.h"
+#include "kite/ops/half.h"
 
 namespace kite::vktest {
 namespace {
@@ -55,7 +68,38 @@ const VulkanOptions kStagingPerNode = [] {
   return o;
 }();
 
+// True if every op of g has a float16 kernel on Vulkan (the ops the
+// converter runs in fp16) and g has float tensors.
+bool half_capable(const Graph& g) {
+  static const std::set<std::string> ops = {
+      "Conv", "FusedConv", "MatMul", "Gemm", "FusedMatMul", "FusedGemm", "Gelu", "Add", "Sub", "Mul",
+      "Div", "Pow", "PRelu", "Sum", "Mean", "Max", "Min", "Relu", "Sigmoid", "Tanh", "Clip", "Sqrt",
+      "Reciprocal", "Exp", "Log", "Abs", "Neg", "Erf", "LeakyRelu", "Elu", "HardSigmoid", "HardSwish",
+      "Softplus", "Sign", "Ceil", "Floor", "Round", "Sin", "Cos", "Mish", "MaxPool", "AveragePool",
+      "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split", "Slice",
+      "Expand", "Gather", "Pad", "Resize"};
+  for (const Node& n : g.nodes) {
+    if (!ops.count(n.op)) return false;
+  }
+  for (const Tensor& t : g.tensors) {
+    if (t.dtype == KITE_DTYPE_FLOAT32) return true;
+  }
+  return false;
+}
+
+double half_tolerance(double tol) { return tol == 0.0 ? 0.0 : tol + std::ldexp(1.0, -10); }
+
+void expect_match_once(const Graph& g, double tol, const char* what);
+
 void expect_match(const Graph& g, double tol, const char* what = "") {
+  expect_match_once(g, tol, what);
+  if (half_capable(g)) {
+    SCOPED_TRACE("float16");
+    expect_match_once(to_half(g), half_tolerance(tol), what);
+  }
+}
+
+void expect_match_once(const Graph& g, double tol, const char* what) {
   Values ref;
   std::string err;
   ASSERT_TRUE(run_cpu(g, &ref, &err)) << err;
@@ -71,8 +115,19 @@ void expect_match(const Graph& g, double tol, const char* what = "") {
   }
 }
 
-// The fused node and its body on Vulkan, both against the CPU's fused node.
+void expect_fused_and_body_once(const Graph& fused, const Graph& body, double tol);
+
+// The fused node and its body on Vulkan, both against the CPU's fused node
+// (and in float16, where the ops have half kernels).
 void expect_fused_and_body(const Graph& fused, const Graph& body, double tol) {
+  expect_fused_and_body_once(fused, body, tol);
+  if (half_capable(fused) && half_capable(body)) {
+    SCOPED_TRACE("float16");
+    expect_fused_and_body_once(to_half(fused), to_half(body), half_tolerance(tol));
+  }
+}
+
+void expect_fused_and_body_once(const Graph& fused, const Graph& body, double tol) {
   Values ref;
   std::string err;
   ASSERT_TRUE(run_cpu(fused, &ref, &err)) << err;
@@ -776,6 +831,132 @@ TEST(VulkanSegment, ConcatInputsWrittenInPlace) {
   g.place_in(ra, cat, 0);
   g.place_in(rb, cat, 4 * 25 * 4);
   expect_match(g, kTranscendental);
+}
+
+// ------------------------------------------------------------- float16 --
+
+// Every half through Cast float16 -> float32: exact (NaN stays NaN).
+TEST(VulkanHalf, WidenEveryHalfExactly) {
+  Graph g;
+  const int x = g.input("x", {65536});
+  Tensor& t = g.tensors[static_cast<size_t>(x)];
+  t.dtype = KITE_DTYPE_FLOAT16;
+  t.data.resize(65536 * 2);
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const uint16_t v = static_cast<uint16_t>(h);
+    std::memcpy(t.data.data() + 2 * h, &v, 2);
+  }
+  g.node("Cast", {x}, {attr_i("to", 1)});
+  Values got;
+  std::string err;
+  ASSERT_TRUE(run_vulkan(g, kUnifiedSegment, &got, &err)) << err;
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(got[0].size(), 65536u * 4);
+  int wrong = 0;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    float f;
+    std::memcpy(&f, got[0].data() + 4 * h, 4);
+    const float want = kite::half_to_float(static_cast<uint16_t>(h));
+    const bool same = std::isnan(want) ? std::isnan(f) : std::memcmp(&f, &want, 4) == 0;
+    if (!same && wrong++ < 5) ADD_FAILURE() << "half 0x" << std::hex << h << ": got " << f << ", want " << want;
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_TRUE(take_log_messages().empty());
+}
+
+// float32 -> float16 at every kind of boundary, bit for bit against the
+// converter's rounding (kite::float_to_half: ties to even).
+TEST(VulkanHalf, NarrowRoundsToNearestEven) {
+  std::vector<float> values = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, -65504.0f,
+                               65519.99f, 65520.0f, -65520.0f, 1e9f, -1e9f,
+                               std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                               std::numeric_limits<float>::quiet_NaN(),
+                               std::ldexp(1.0f, -14), std::ldexp(1.0f, -15), std::ldexp(1.0f, -24),
+                               std::ldexp(1.0f, -25), std::ldexp(1.5f, -25), std::ldexp(1.0f, -26),
+                               std::ldexp(3.0f, -25), 6.1e-5f, 1e-7f, -1e-7f};
+  // Ties and their neighbours: halfway between consecutive halves, for
+  // even and odd lower neighbours, normal and subnormal.
+  for (uint16_t h : {uint16_t{0x3c00}, uint16_t{0x3c01}, uint16_t{0x0001}, uint16_t{0x0002}, uint16_t{0x03ff},
+                     uint16_t{0x7bfe}, uint16_t{0x4000}, uint16_t{0xbc01}}) {
+    const float lo = kite::half_to_float(h), hi = kite::half_to_float(static_cast<uint16_t>(h + 1));
+    const float mid = lo + (hi - lo) / 2;
+    values.push_back(mid);
+    values.push_back(std::nextafter(mid, lo));
+    values.push_back(std::nextafter(mid, hi));
+  }
+  Graph g;
+  const int x = g.constant_f32("x", {static_cast<int64_t>(values.size())}, values);
+  const int y = g.node("Identity", {x})[0];
+  g.mark_output(g.node("Cast", {y}, {attr_i("to", 10)})[0]);
+  Values got;
+  std::string err;
+  ASSERT_TRUE(run_vulkan(g, kUnifiedSegment, &got, &err)) << err;
+  ASSERT_EQ(got[0].size(), values.size() * 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, got[0].data() + 2 * i, 2);
+    const uint16_t want = kite::float_to_half(values[i]);
+    if (std::isnan(values[i])) {
+      EXPECT_TRUE((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0) << "NaN became 0x" << std::hex << h;
+    } else {
+      EXPECT_EQ(h, want) << "value " << values[i] << " (index " << i << ")";
+    }
+  }
+}
+
+// Tensors at 2-byte offsets (odd element counts packed back to back): the
+// shaders' offsets count halves.
+TEST(VulkanHalf, TwoByteOffsets) {
+  Graph g;
+  const int a = g.input("a", {3, 5});
+  const int b = g.input("b", {5});
+  const int s = g.node("Add", {a, b})[0];
+  const int r = g.node("Relu", {s})[0];
+  const int w = g.constant("w", {5, 7});
+  const int m = g.node("MatMul", {r, w})[0];
+  g.mark_output(g.node("Transpose", {m}, {attr_ints("perm", {1, 0})})[0]);
+  const Graph h = to_half(g);
+  Values ref, got;
+  std::string err;
+  ASSERT_TRUE(run_cpu(h, &ref, &err)) << err;
+  VulkanOptions o = kStagingPerNode;
+  o.alignment = 2;
+  ASSERT_TRUE(run_vulkan(h, o, &got, &err)) << err;
+  std::string where;
+  EXPECT_LE(normalized_error(h, ref, got, &where), half_tolerance(kSum)) << where;
+  EXPECT_TRUE(take_log_messages().empty());
+}
+
+// What has no float16 kernel, or mixes float16 with float32, is declined
+// with the reason (the runtime then runs it on the CPU). run_vulkan stops
+// at a declined node (false), after listing the declines in the report.
+TEST(VulkanHalf, DeclinesWithReasons) {
+  Graph soft;
+  const int x = soft.input("x", {2, 8});
+  soft.node("Softmax", {x}, {attr_i("axis", -1)});
+  VulkanOptions o = kUnifiedSegment;
+  o.allow_declined = true;
+  RunReport report;
+  Values got;
+  std::string err;
+  EXPECT_FALSE(run_vulkan(to_half(soft), o, &got, &err, nullptr, &report));
+  ASSERT_EQ(report.declined.size(), 1u);
+  EXPECT_NE(report.declined[0].find("float16 Softmax has no Vulkan kernel"), std::string::npos)
+      << report.declined[0];
+
+  Graph mixed;
+  const int a = mixed.input("a", {4, 6});
+  const int w = mixed.constant("w", {6, 3});
+  mixed.node("MatMul", {a, w});
+  Graph m = to_half(mixed);
+  m.tensors[static_cast<size_t>(w)] = mixed.tensors[static_cast<size_t>(w)];  // float32 weights
+  report = RunReport();
+  EXPECT_FALSE(run_vulkan(m, o, &got, &err, nullptr, &report));
+  ASSERT_EQ(report.declined.size(), 1u);
+  // The op rules reject it first (one T for all inputs), naming the tensor.
+  EXPECT_NE(report.declined[0].find("input 'w' has dtype float32, expected float16"), std::string::npos)
+      << report.declined[0];
+  EXPECT_TRUE(take_log_messages().empty());
 }
 
 }  // namespace

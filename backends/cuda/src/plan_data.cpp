@@ -225,8 +225,10 @@ AxisTaps axis_taps(const ops::ResizeSampling& sampling, int64_t in_len, int64_t 
 }  // namespace
 
 std::string plan_resize(const NodeView& n, const PlanContext&, Kernel* k) {
+  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32});  // the rule also admits float16
+  if (!why.empty()) return why;
   abi::InnerResize r;
-  const std::string why = abi::inner_resize_of(n, "CUDA", &r);
+  why = abi::inner_resize_of(n, "CUDA", &r);
   if (!why.empty()) return why;
   const Shape& out = n.out_shape(0);
   const int64_t ih = r.in_h, iw = r.in_w, oh = r.out_h, ow = r.out_w;

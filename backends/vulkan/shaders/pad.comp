@@ -48,5 +48,11 @@ void main() {
     src += uint(max(k, 0)) * stride;
     stride *= p.in_dims[d];
   }
-  y[p.off_y + i] = outside ? WORD(p.value) : x[p.off_x + src];
+  // Branches, not a select: a 16-bit temporary would need the Int16
+  // capability, which 16-bit storage alone does not give.
+  if (outside) {
+    y[p.off_y + i] = WORD(p.value);
+  } else {
+    y[p.off_y + i] = x[p.off_x + src];
+  }
 }
