@@ -41,12 +41,11 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import onnxruntime as ort
 
-from bench_common import describe_cpu, find_tool, seeded_feeds
+from bench_common import describe_cpu, find_tool, seeded_feeds, time_calls
 
 MODEL_SET = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
              "squeezenet1_1", "shufflenet_v2_x1_0", "convnext_tiny", "vit_small",
@@ -72,18 +71,6 @@ def check(outputs, ref):
         if not diff <= bound:
             return f"output '{name}' max|diff| {diff:.3g} > {bound:.3g}"
     return ""
-
-
-def time_calls(fn, warmup, iterations):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iterations):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000.0)
-    times.sort()
-    return times[len(times) // 2]
 
 
 class OrtEngine:

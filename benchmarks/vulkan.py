@@ -30,11 +30,12 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import tempfile
 
 import onnx
 
-from bench_common import find_tool
+from bench_common import ensure_venv, find_tool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -75,18 +76,6 @@ for _ in range(int(iterations)):
 times.sort()
 print(json.dumps({"p50": times[len(times) // 2], "device": ncnn.get_gpu_count()}))
 '''
-
-
-def ensure_venv(venv):
-    python = os.path.join(venv, "bin", "python")
-    pnnx = os.path.join(venv, "bin", "pnnx")
-    if os.path.isfile(python) and os.path.isfile(pnnx):
-        return python, pnnx
-    print(f"creating {venv} with ncnn and pnnx from PyPI ...", flush=True)
-    # Debian's python (torch, which pnnx's Python side imports) as the base.
-    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], check=True)
-    subprocess.run([python, "-m", "pip", "install", "-q", "ncnn", "pnnx"], check=True)
-    return python, pnnx
 
 
 def input_spec(onnx_path):
@@ -152,7 +141,10 @@ def main():
     os.makedirs(work, exist_ok=True)
     python = pnnx = None
     if not args.no_ncnn:
-        python, pnnx = ensure_venv(args.venv)
+        python, missing = ensure_venv(args.venv, ["ncnn", "pnnx"])
+        if python is None or missing:
+            sys.exit(f"no ncnn venv at {args.venv}: {missing} (or run with --no-ncnn)")
+        pnnx = os.path.join(args.venv, "bin", "pnnx")
     names = [n for n in args.models.split(",") if n] or sorted(
         f[:-5] for f in os.listdir(args.models_dir) if f.endswith(".onnx") and ".pnnx" not in f)
     print(f"{'model':20} {'kite vulkan':>12} {'kite cpu':>10} {'ncnn vulkan':>12} {'kite/ncnn':>10}  notes")
