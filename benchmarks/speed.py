@@ -1,37 +1,75 @@
 #!/usr/bin/env python3
-# Python: the default python3 (pip onnxruntime + onnx + numpy), for the onnxruntime side.
-"""CPU latency: Kite against onnxruntime on the model set, at several thread
-counts, in one run of this script (compare ratios, not absolute times from
-different runs or machines).
+# Python: the default python3 (pip onnxruntime + onnx + numpy), for Kite and onnxruntime;
+# MNN and ncnn run in a venv of this benchmark's own (see --venv).
+"""CPU latency: Kite against onnxruntime, MNN and ncnn on the model set, at
+several thread counts, in one run of this script (compare ratios, not
+absolute times from different runs or machines).
 
 Usage:
   benchmarks/speed.py --bin-dir build/default --models-dir DIR [--models a,b]
                       [--threads 1,2] [--rounds 3] [--warmup 3] [--iterations 20]
-                      [--kite python|kite-run] [--kite-python DIR] [--check-binding]
+                      [--peers ort,mnn,ncnn] [--venv benchmarks/.venv-peers]
+                      [--workdir DIR] [--kite python|kite-run] [--kite-python DIR]
+                      [--check-binding] [--json FILE]
 
-Both engines are timed the same way: in this process, wall clock around one
-call that takes the inputs and returns new output arrays (Kite through its
-Python package, `kite.Model(...).session(...).run(feeds)`; onnxruntime through
-`InferenceSession.run`). When the package cannot be imported (or with
---kite kite-run), Kite's time is kite-run's own in-process timer (its --json
-latency p50), which leaves out the binding's input copy and output allocation
-that onnxruntime's figure includes, so it favours Kite slightly; the table
-says which was used. --check-binding also runs kite-run and prints its p50
-next to the package's, which shows what the binding costs.
+Engines, all fp32 on the CPU with the same thread count:
+- Kite through its Python package, `kite.Model(...).session(...).run(feeds)`,
+  in this process. When the package cannot be imported (or with --kite
+  kite-run), Kite's time is kite-run's own in-process timer (its --json
+  latency p50), which leaves out the binding's input copy and output
+  allocation that the peers' figures include, so it favours Kite slightly;
+  the table says which was used. --check-binding also runs kite-run and
+  prints its p50 next to the package's, which shows what the binding costs.
+- onnxruntime (`ort`): `InferenceSession.run` in this process, intra-op
+  threads = the thread count, sequential execution.
+- MNN (`mnn`, PyPI `mnn`): the ONNX file converted by MNN's converter (fp32
+  weights), run by its Module API on the CPU backend with numThread = the
+  thread count and precision "high".
+- ncnn (`ncnn`, PyPI `ncnn`): the ONNX file converted by PyPI `pnnx`
+  (inputshape from the model's inputs, fp16=0), run by `ncnn.Net` with
+  num_threads = the thread count and Vulkan, fp16, bf16 and int8 off.
+MNN, ncnn and pnnx live in a virtual environment of this benchmark's own
+(--venv; made on first use with `python3 -m venv --system-site-packages` on
+Debian's python, whose torch satisfies pnnx's, then `pip install mnn ncnn
+pnnx`): MNN's tools pull an old protobuf that breaks `import onnx`, and pnnx
+pulls in PyPI's torch. A peer whose package cannot be installed or imported
+is listed as unavailable (n/a), not timed; --peers picks a subset
+(onnxruntime stays the reference either way).
+
+One harness for all: every engine is timed by bench_common.time_calls, wall
+clock around one call that takes the inputs and returns new output arrays.
+MNN and ncnn run in a worker process in the venv (benchmarks/peer_worker.py,
+driven over a pipe), which times them with that same function, so the pipe
+is outside the timed calls. Before the models, each engine runs a single
+Relu on a 1x16 tensor: its p50 is the engine's cost per call (binding,
+input/output copies, fixed session work), printed in microseconds, to set
+against the models' times (a few us to a few tens of us, against
+milliseconds for the vision models; for text_transformer, about 0.2 ms,
+it is not negligible, so read that row with it in mind).
 
 Method: per model, sessions are made once per engine and thread count; then
 --rounds rounds, each timing every (threads, engine) pair for --iterations
 runs after --warmup runs, the engines' order rotated from round to round so
-neither always runs first (on a warmer or cooler core); per pair the smallest
+none always runs first (on a warmer or cooler core); per pair the smallest
 p50 over the rounds is kept. Before timing, each engine's outputs on the same
 seeded inputs are compared with the reference (onnxruntime, which the model
-set is checked against in tests/e2e/compare_with_ort.py) by the same rule:
-max|x - ref| <= 1e-4 * max|ref|; an engine that fails it is reported as
-WRONG and not timed.
+set is checked against in tests/e2e/compare_with_ort.py). Kite must meet the
+model set's rule, max|x - ref| <= 1e-4 * max|ref|, or it is reported as WRONG
+and not timed. A peer within 1e-2 * max|ref| but past 1e-4 is timed and its
+time marked '*' (its kernels round differently: this benchmark measures
+speed, and the bound says only that the conversion is sound); past 1e-2 its
+conversion is taken as broken, WRONG, not timed. A conversion or a load or
+run that fails is FAILED, not timed. The reason for each is printed under
+the model's rows.
 
 Prints the CPU (model name, the ISA extensions that matter for fp32 kernels,
-and the micro-kernel Kite picked), then per model and thread count the p50s
-and Kite/onnxruntime, and the geometric mean of that ratio per thread count.
+and the micro-kernel Kite picked), the peers' versions, the cost of one call
+per engine, then per model and thread count the p50s (ms), Kite/onnxruntime,
+Kite/best peer and which peer that was; at the end, per thread count, the
+geometric means of Kite/onnxruntime and of Kite/best peer over the models
+where both were timed (the count is printed beside each). Converted models
+go to a temporary folder, or to --workdir, where they are kept and reused
+while newer than their ONNX file.
 """
 import argparse
 import json
@@ -512,7 +550,7 @@ def run_all(args, ctx, threads, models, peer_names):
     rows, _, _ = measure("relu_1x16", trivial, [1], ctx, args, max(args.iterations, 200))
     overhead = {e: rows[0][f"{e}_p50_ms"] for e in ["kite"] + peer_names}
     print("cost of one call (binding and fixed work), p50 of a single Relu on 1x16 at 1 thread, us: " +
-          ", ".join(f"{e} {v * 1000:.1f}" if v is not None else f"{e} {rows[0][e + '_status']}"
+          ", ".join(f"{e} {v * 1000:.1f}" if v is not None else f"{e}{cell(rows[0], e)}"
                     for e, v in overhead.items()))
 
     results = []
