@@ -574,6 +574,7 @@ def run_all(args, ctx, threads, models, peer_names):
             line += f" {row['ratio_best']:9.2f} {row['best_peer']:>5}" if "ratio_best" in row else f" {'-':>9} {'-':>5}"
             if args.check_binding and kite_mod and row["kite_p50_ms"] is not None:
                 kr = KiteRunEngine(ctx.run_tool, kite_path, t, os.path.join(ctx.work, f"{name}-{t}"))
+                os.makedirs(kr.workdir, exist_ok=True)
                 row["kite_run_p50_ms"] = kr.p50(feeds, args.warmup, args.iterations)
                 line += f" {row['kite_run_p50_ms']:12.2f}"
             print(line, flush=True)
