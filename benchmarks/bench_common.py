@@ -44,8 +44,10 @@ def ensure_venv(venv, packages):
     benchmark's own at VENV with the PyPI PACKAGES, made on first use with
     `python3 -m venv --system-site-packages` on Debian's python (whose torch
     satisfies pnnx's, where PyPI's would be a large download) and filled by
-    pip. A package that cannot be installed is named with pip's last words;
-    python is None when the venv cannot be made."""
+    pip. A package that cannot be installed is named with pip's last words.
+    python is an absolute path (the venv's tools sit beside it), or None
+    when the venv cannot be made."""
+    venv = os.path.abspath(venv)
     python = os.path.join(venv, "bin", "python")
     if not os.path.isfile(python):
         print(f"creating {venv} ...", flush=True)

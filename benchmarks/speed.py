@@ -344,7 +344,7 @@ class Peers:
                 self.unavailable[n] = why or "no venv"
         if python is None:
             return
-        self.python, self.pnnx = python, os.path.join(venv, "bin", "pnnx")
+        self.python, self.pnnx = python, os.path.join(os.path.dirname(python), "pnnx")
         try:
             self.worker = PeerWorker(python, log_path)
         except (OSError, RuntimeError) as e:

@@ -144,7 +144,7 @@ def main():
         python, missing = ensure_venv(args.venv, ["ncnn", "pnnx"])
         if python is None or missing:
             sys.exit(f"no ncnn venv at {args.venv}: {missing} (or run with --no-ncnn)")
-        pnnx = os.path.join(args.venv, "bin", "pnnx")
+        pnnx = os.path.join(os.path.dirname(python), "pnnx")
     names = [n for n in args.models.split(",") if n] or sorted(
         f[:-5] for f in os.listdir(args.models_dir) if f.endswith(".onnx") and ".pnnx" not in f)
     print(f"{'model':20} {'kite vulkan':>12} {'kite cpu':>10} {'ncnn vulkan':>12} {'kite/ncnn':>10}  notes")
