@@ -1,5 +1,6 @@
-"""What the benchmarks share: Kite's tools in a build folder, and the model
-set's seeded inputs (drawn as the tests draw them).
+"""What the benchmarks share: Kite's tools in a build folder, the model set's
+seeded inputs (drawn as the tests draw them), the timing loop, and the
+virtual environment that holds the peers' packages.
 
 A benchmark imports it from its own folder (Python puts a script's folder
 first on sys.path). Importing it needs only the standard library.
@@ -7,6 +8,7 @@ first on sys.path). Importing it needs only the standard library.
 import os
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS_E2E = os.path.join(HERE, "..", "tests", "e2e")
@@ -20,6 +22,53 @@ def find_tool(bin_dir, name):
         if os.path.isfile(p) and os.access(p, os.X_OK):
             return p
     sys.exit(f"{name} not found under {bin_dir}")
+
+
+def time_calls(fn, warmup, iterations):
+    """p50 in ms of fn() over `iterations` calls after `warmup` calls: wall
+    clock around each call. Every engine a benchmark compares is timed by
+    this loop, in its own process or in benchmarks/peer_worker.py's."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iterations):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000.0)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def ensure_venv(venv, packages):
+    """(python, {package: why it is missing}) for a virtual environment of a
+    benchmark's own at VENV with the PyPI PACKAGES, made on first use with
+    `python3 -m venv --system-site-packages` on Debian's python (whose torch
+    satisfies pnnx's, where PyPI's would be a large download) and filled by
+    pip. A package that cannot be installed is named with pip's last words.
+    python is an absolute path (the venv's tools sit beside it), or None
+    when the venv cannot be made."""
+    venv = os.path.abspath(venv)
+    python = os.path.join(venv, "bin", "python")
+    if not os.path.isfile(python):
+        print(f"creating {venv} ...", flush=True)
+        base = "/usr/bin/python3" if os.path.isfile("/usr/bin/python3") else sys.executable
+        p = subprocess.run([base, "-m", "venv", "--system-site-packages", venv],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            why = "venv: " + (p.stderr.strip().splitlines() or ["failed"])[-1]
+            return None, {pkg: why for pkg in packages}
+    need = [pkg for pkg in packages
+            if subprocess.run([python, "-m", "pip", "show", "-q", pkg],
+                              capture_output=True).returncode != 0]
+    why = {}
+    if need:
+        print(f"installing {' '.join(need)} into {venv} from PyPI ...", flush=True)
+        for pkg in need:
+            p = subprocess.run([python, "-m", "pip", "install", "-q", pkg],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                why[pkg] = "pip: " + (p.stderr.strip().splitlines() or ["failed"])[-1][:200]
+    return python, why
 
 
 def seeded_feeds(onnx_path, seed=0):

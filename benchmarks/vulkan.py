@@ -42,11 +42,12 @@ import collections
 import json
 import os
 import subprocess
+import sys
 import tempfile
 
 import onnx
 
-from bench_common import find_tool
+from bench_common import ensure_venv, find_tool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -88,18 +89,6 @@ for _ in range(int(iterations)):
 times.sort()
 print(json.dumps({"p50": times[len(times) // 2], "device": ncnn.get_gpu_count()}))
 '''
-
-
-def ensure_venv(venv):
-    python = os.path.join(venv, "bin", "python")
-    pnnx = os.path.join(venv, "bin", "pnnx")
-    if os.path.isfile(python) and os.path.isfile(pnnx):
-        return python, pnnx
-    print(f"creating {venv} with ncnn and pnnx from PyPI ...", flush=True)
-    # Debian's python (torch, which pnnx's Python side imports) as the base.
-    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], check=True)
-    subprocess.run([python, "-m", "pip", "install", "-q", "ncnn", "pnnx"], check=True)
-    return python, pnnx
 
 
 def input_spec(onnx_path):
@@ -181,7 +170,10 @@ def main():
     os.makedirs(work, exist_ok=True)
     python = pnnx = None
     if not args.no_ncnn:
-        python, pnnx = ensure_venv(args.venv)
+        python, missing = ensure_venv(args.venv, ["ncnn", "pnnx"])
+        if python is None or missing:
+            sys.exit(f"no ncnn venv at {args.venv}: {missing} (or run with --no-ncnn)")
+        pnnx = os.path.join(os.path.dirname(python), "pnnx")
     names = [n for n in args.models.split(",") if n] or sorted(
         f[:-5] for f in os.listdir(args.models_dir) if f.endswith(".onnx") and ".pnnx" not in f)
     print(f"{'model':20} {'precision':9} {'kite file':>11} {'kite arena':>11} {'kite vulkan':>12} "
