@@ -4,6 +4,7 @@
 
 #include "kite/ops/attention.h"
 #include "kite/ops/fused.h"
+#include "kite/ops/half.h"
 
 namespace kite::abi {
 
@@ -25,8 +26,9 @@ MergedAxes merge_axes(const std::vector<int64_t>& dims, const std::vector<int64_
   return m;
 }
 
-std::string inner_resize_of(const NodeView& n, const char* backend, InnerResize* out) {
-  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32}, backend);
+std::string inner_resize_of(const NodeView& n, const char* backend, InnerResize* out, bool float16) {
+  std::string why = float16 ? expect_dtype(n, 0, {KITE_DTYPE_FLOAT32, KITE_DTYPE_FLOAT16}, backend)
+                            : expect_dtype(n, 0, {KITE_DTYPE_FLOAT32}, backend);
   if (!why.empty()) return why;
   kite::ops::RuleError rule_err;
   if (!kite::ops::resize_sampling_of(n.op, &out->sampling, &rule_err)) return rule_err.message;
@@ -176,10 +178,18 @@ std::string pad_of(const NodeView& n, const char* backend, PadSpec* out) {
     std::string why = expect_constant(n, 2, "constant_value", backend);
     if (!why.empty()) return why;
     const kite::ops::TensorType& v = n.op.inputs[2];
-    if (v.dtype != n.op.inputs[0].dtype || kite::ops::dtype_size(v.dtype) != 4 || v.numel() != 1) {
+    const bool half = v.dtype == KITE_DTYPE_FLOAT16;
+    if (v.dtype != n.op.inputs[0].dtype || (kite::ops::dtype_size(v.dtype) != 4 && !half) || v.numel() != 1) {
       return input_label(n, 2) + " must be one value of the input's dtype";
     }
-    std::memcpy(&out->value_bits, v.data, 4);
+    if (half) {
+      uint16_t h;
+      std::memcpy(&h, v.data, 2);
+      const float wide = kite::half_to_float(h);
+      std::memcpy(&out->value_bits, &wide, 4);
+    } else {
+      std::memcpy(&out->value_bits, v.data, 4);
+    }
   }
   if (n.op.has_input(3)) {
     std::string why = expect_constant(n, 3, "axes", backend);

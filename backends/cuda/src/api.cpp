@@ -1,7 +1,8 @@
 // The CUDA backend behind the C ABI of kite/backend.h (v2). The entry
 // points common to the device plugins (argument checks, exceptions turned
 // into statuses, forwarding to Backend) are kite::abi::DevicePlugin's; this
-// file has what only CUDA does: counting and describing its devices.
+// file has what only CUDA does: counting and describing its devices, and
+// the note supports2 leaves on a float16 node it takes.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -30,6 +31,29 @@ struct CudaPlugin {
   }
 };
 using Plugin = abi::DevicePlugin<CudaPlugin>;
+
+// Plugin::supports2, plus the note of kite/backend.h on how a float16 node
+// runs (as the CPU backend words it): on the _f16 kernels, which read and
+// write halves and compute in float.
+int cu_supports2(void* backend, const kite_backend_node2* node, char* reason, size_t reason_size) {
+  if (!backend || !node) {
+    abi::write_message(reason, reason_size, "backend or node is NULL");
+    return 0;
+  }
+  bool half = false;
+  const int ok = abi::supported(reason, reason_size, [&] {
+    Kernel scratch;
+    std::string label;
+    const std::string why = Plugin::as_backend(backend)->plan(*node, &scratch, &label, false);
+    for (const Step& st : scratch.steps) {
+      const std::string name = kernel_name(st.fn);
+      half = half || (st.kind == Step::Kind::kLaunch && name.size() > 4 && name.compare(name.size() - 4, 4, "_f16") == 0);
+    }
+    return why;
+  });
+  if (ok && half) abi::write_message(reason, reason_size, "fp16 storage, fp32 arithmetic");
+  return ok;
+}
 
 kite_status cu_device_count(int32_t* out_count, char* err, size_t err_size) {
   if (!out_count) return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "out_count is NULL");
@@ -84,6 +108,7 @@ kite_backend_api make_api() {
   kite_backend_api api = Plugin::api(KITE_CUDA_BACKEND_NAME);
   api.device_count = cu_device_count;
   api.device_info = cu_device_info;
+  api.supports2 = cu_supports2;
   api.import_host = Plugin::import_host;
   api.import_external = Plugin::import_external;
   api.begin_run = Plugin::begin_run;
