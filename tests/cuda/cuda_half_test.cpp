@@ -18,7 +18,7 @@
 #include <cstring>
 #include <string>
 
-#include "cuda_graphs.h"
+#include "cuda_cases.h"
 #include "kite/ops/half.h"
 
 namespace kite::cudatest {
@@ -93,67 +93,27 @@ void check(Graph& g, const Options& options = {}) {
 
 // ---- convolutions ----------------------------------------------------------
 
-struct ConvCase {
-  Shape x, w;
-  std::vector<kite::ops::Attr> attrs;
-  bool bias;
+// A graph of float16 tensors.
+struct HalfGraph : Graph {
+  HalfGraph() { use_float16(); }
 };
 
-void conv_graph(Graph& g, const ConvCase& c, const std::string& act = "") {
-  g.use_float16();
-  const int x = g.input(c.x);
-  const int w = g.weight(c.w, -0.5f, 0.5f);
-  std::vector<int> in = {x, w};
-  if (c.bias) in.push_back(g.weight({c.w[0]}));
-  if (act.empty()) {
-    g.op("Conv", in, c.attrs);
-    return;
-  }
-  g.begin_body();
-  const int y = activation(g, g.op("Conv", in, c.attrs), act);
-  auto attrs = c.attrs;
-  for (const auto& a : activation_attrs(act)) attrs.push_back(a);
-  g.fuse("FusedConv", "Conv+" + act, in, attrs, {y});
+// A case of the shared sweeps (cuda_cases.h), built with float16 tensors.
+void check_case(Graph& g, const std::string& label) {
+  SCOPED_TRACE(label);
+  check(g);
 }
 
-TEST(CudaHalfConv, Shapes) {
-  const std::vector<ConvCase> cases = {
-      {{1, 3, 9, 11}, {8, 3, 3, 3}, {aints("pads", {1, 1, 1, 1})}, true},
-      {{2, 16, 13, 13}, {70, 16, 3, 3}, {aints("strides", {2, 2}), aints("pads", {1, 1, 1, 1})}, true},
-      {{1, 32, 10, 10}, {32, 1, 3, 3}, {ai("group", 32), aints("pads", {1, 1, 1, 1})}, true},          // depthwise
-      {{1, 24, 9, 7}, {24, 1, 5, 5}, {ai("group", 24), aints("pads", {2, 2, 2, 2}), aints("strides", {2, 1})}, false},
-      {{1, 32, 12, 12}, {64, 8, 3, 3}, {ai("group", 4), aints("dilations", {2, 2})}, false},          // grouped, dilated
-      {{1, 64, 7, 7}, {24, 64, 1, 1}, {}, true},                                                      // 1x1
-      {{1, 8, 9, 10}, {16, 8, 3, 2}, {aints("pads", {0, 1, 2, 0}), aints("strides", {1, 2})}, true},  // asymmetric
-      {{2, 6, 40}, {12, 6, 5}, {aints("pads", {2, 2})}, true},                                        // 1-D
-      {{1, 130, 5, 5}, {67, 130, 3, 3}, {aints("pads", {1, 1, 1, 1})}, true},                         // K tails
-  };
-  for (size_t i = 0; i < cases.size(); ++i) {
-    SCOPED_TRACE("case " + std::to_string(i));
-    Graph g;
-    conv_graph(g, cases[i]);
-    check(g);
-  }
-}
+TEST(CudaHalfConv, Shapes) { sweep_convs(true, check_case); }
 
-TEST(CudaHalfConv, FusedActivations) {
-  for (const char* act : {"Relu", "Clip", "SiLU", "HardSwish", "Sigmoid", "LeakyRelu"}) {
-    SCOPED_TRACE(act);
-    Graph g;
-    conv_graph(g, {{1, 8, 14, 14}, {20, 8, 3, 3}, {aints("pads", {1, 1, 1, 1})}, true}, act);
-    check(g);
-    Graph dw;  // depthwise: the direct kernel's epilogue
-    conv_graph(dw, {{1, 16, 9, 9}, {16, 1, 3, 3}, {ai("group", 16), aints("pads", {1, 1, 1, 1})}, true}, act);
-    check(dw);
-  }
-}
+TEST(CudaHalfConv, FusedActivations) { sweep_fused_convs(true, check_case); }
 
 TEST(CudaHalfConv, LeanModeAndTheNote) {
   // cuDNN is float32: a float16 convolution is Kite's own kernel whatever
   // the conv option says, and its placement says how it runs.
   for (const char* conv : {"auto", "own"}) {
     SCOPED_TRACE(conv);
-    Graph g;
+    HalfGraph g;
     conv_graph(g, {{1, 16, 15, 15}, {40, 16, 3, 3}, {aints("pads", {1, 1, 1, 1})}, true}, "Relu");
     check(g, {{"conv", conv}});
     const Result r = run(g, backend(), {{"conv", conv}});
@@ -165,133 +125,31 @@ TEST(CudaHalfConv, LeanModeAndTheNote) {
 
 // ---- matrix products ---------------------------------------------------------
 
-TEST(CudaHalfGemm, MatMulShapes) {
-  const std::vector<std::pair<Shape, Shape>> cases = {
-      {{70, 33}, {33, 90}},             // partial tiles
-      {{1, 512}, {512, 100}},           // row vector (simple kernel)
-      {{3, 7}, {7, 5}},                 // tiny (simple kernel)
-      {{2, 50, 64}, {64, 48}},          // batch times shared weight (one taller product)
-      {{2, 3, 20, 16}, {2, 3, 16, 24}}, // batched
-      {{2, 1, 20, 16}, {1, 3, 16, 24}}, // broadcast batch dims (two levels)
-      {{33}, {33, 17}},                 // 1-D left
-      {{5, 33}, {33}},                  // 1-D right
-  };
-  for (size_t i = 0; i < cases.size(); ++i) {
-    SCOPED_TRACE("case " + std::to_string(i));
-    Graph g;
-    g.use_float16();
-    g.op("MatMul", {g.input(cases[i].first), g.input(cases[i].second)});
-    check(g);
-  }
-}
+TEST(CudaHalfGemm, MatMulShapes) { sweep_matmuls(true, check_case); }
 
-TEST(CudaHalfGemm, GemmAttributes) {
-  struct Case {
-    bool ta, tb;
-    Shape c;
-    float alpha, beta;
-  };
-  const std::vector<Case> cases = {{false, false, {40}, 1.0f, 1.0f},      {false, true, {1, 40}, 0.5f, 2.0f},
-                                   {true, false, {30, 40}, 1.0f, 0.5f},   {true, true, {30, 1}, 2.0f, 1.0f},
-                                   {false, true, {}, 1.0f, 1.0f}};
-  for (size_t i = 0; i < cases.size(); ++i) {
-    SCOPED_TRACE("case " + std::to_string(i));
-    const Case& c = cases[i];
-    Graph g;
-    g.use_float16();
-    const int a = g.input(c.ta ? Shape{50, 30} : Shape{30, 50});
-    const int b = g.weight(c.tb ? Shape{40, 50} : Shape{50, 40});
-    std::vector<int> in = {a, b};
-    if (!c.c.empty()) in.push_back(g.weight(c.c));
-    g.op("Gemm", in, {ai("transA", c.ta), ai("transB", c.tb), af("alpha", c.alpha), af("beta", c.beta)});
-    check(g);
-  }
-}
+TEST(CudaHalfGemm, GemmAttributes) { sweep_gemms(true, check_case); }
 
-TEST(CudaHalfGemm, FusedMatMulAndGemm) {
-  for (const char* act : {"", "Relu", "Gelu", "GeluTanh", "HardSwish"}) {
-    SCOPED_TRACE(act);
-    Graph g;
-    g.use_float16();
-    const int a = g.input({1, 37, 48});
-    const int b = g.weight({48, 80}, -0.3f, 0.3f);
-    const int bias = g.weight({80});
-    g.begin_body();
-    int y = g.op("Add", {g.op("MatMul", {a, b}), bias});
-    std::vector<kite::ops::Attr> attrs;
-    std::string pattern = "MatMul+Add";
-    if (act[0]) {
-      y = activation(g, y, act);
-      attrs = activation_attrs(act);
-      pattern += std::string("+") + act;
-    }
-    g.fuse("FusedMatMul", pattern, {a, b, bias}, attrs, {y});
-    check(g);
-  }
-  for (const Shape& a_shape : {Shape{4, 64}, Shape{33, 64}}) {
-    Graph g;
-    g.use_float16();
-    const int a = g.input(a_shape);
-    const int w = g.weight({10, 64});
-    const int c = g.weight({10});
-    g.begin_body();
-    const int y = activation(g, g.op("Gemm", {a, w, c}, {ai("transB", 1)}), "HardSwish");
-    auto attrs = activation_attrs("HardSwish");
-    attrs.push_back(ai("transB", 1));
-    g.fuse("FusedGemm", "Gemm+HardSwish", {a, w, c}, attrs, {y});
-    check(g);
-  }
-}
+TEST(CudaHalfGemm, FusedMatMulAndGemm) { sweep_fused_products(true, check_case); }
 
 // ---- elementwise ------------------------------------------------------------
 
 TEST(CudaHalfElementwise, BinaryBroadcasting) {
-  const std::vector<std::pair<Shape, Shape>> shapes = {{{2, 3, 4, 5}, {2, 3, 4, 5}}, {{2, 3, 4, 5}, {5}},
-                                                       {{2, 3, 4, 5}, {3, 1, 1}},    {{4, 1}, {1, 6}},
-                                                       {{2, 3, 4, 5}, {}},           {{7, 1, 9}, {7, 3, 1}}};
-  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      SCOPED_TRACE(std::string(op) + " case " + std::to_string(i));
-      Graph g;
-      g.use_float16();
-      g.op(op, {g.input(shapes[i].first), g.input(shapes[i].second, 0.5f, 1.5f)});
-      check(g);
-    }
-  }
-  Graph prelu;
-  prelu.use_float16();
+  sweep_binary(true, check_case);
+  HalfGraph prelu;
   prelu.op("PRelu", {prelu.input({1, 4, 5, 5}), prelu.weight({4, 1, 1})});
   check(prelu);
   for (const char* op : {"Max", "Min", "Sum", "Mean"}) {
     SCOPED_TRACE(op);
-    Graph g;
-    g.use_float16();
+    HalfGraph g;
     g.op(op, {g.input({2, 3, 4}), g.input({4}), g.input({3, 1})});
     check(g);
   }
 }
 
 TEST(CudaHalfElementwise, Unary) {
-  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Erf", "Softplus", "Mish", "Elu", "HardSigmoid",
-                         "HardSwish", "Gelu", "Exp"}) {
-    SCOPED_TRACE(op);
-    Graph g;
-    g.use_float16();
-    g.op(op, {g.input({3, 51}, -3.0f, 3.0f)});
-    check(g);
-  }
-  Graph leaky;
-  leaky.use_float16();
-  leaky.op("LeakyRelu", {leaky.input({65})}, {af("alpha", 0.2f)});
-  check(leaky);
-  Graph clip;
-  clip.use_float16();
-  const int x = clip.input({64}, -8.0f, 8.0f);
-  clip.op("Clip", {x, clip.const_float({}, {-1.5f}), clip.const_float({}, {2.0f})});
-  check(clip);
+  sweep_unary(true, check_case);
   for (const char* approximate : {"none", "tanh"}) {
-    Graph gelu;
-    gelu.use_float16();
+    HalfGraph gelu;
     const int x = gelu.input({5, 40}, -4.0f, 4.0f);
     gelu.begin_body();
     const int y = gelu.op("Gelu", {x}, {as("approximate", approximate)});
@@ -322,82 +180,14 @@ TEST(CudaHalfElementwise, Casts) {
 // ---- data movement -------------------------------------------------------------
 
 TEST(CudaHalfData, CopiesOfEveryKind) {
-  {
-    Graph g;
-    g.use_float16();
-    g.op("Transpose", {g.input({2, 3, 4, 5})}, {aints("perm", {0, 2, 3, 1})});
-    check(g);
-  }
-  {
-    Graph g;
-    g.use_float16();
-    g.op("Concat", {g.input({2, 3, 5}), g.input({2, 5, 5}), g.input({2, 1, 5})}, {ai("axis", 1)});
-    check(g);
-  }
-  {
-    Graph g;
-    g.use_float16();
-    const auto parts = g.node("Split", {g.input({3, 11, 3}), g.const_i64({3}, {2, 6, 3})}, {ai("axis", 1)}, 3);
-    for (int t : parts) g.output(t);
-    check(g);
-  }
-  {
-    Graph g;
-    g.use_float16();
-    const int x = g.input({6, 9, 5});
-    g.op("Slice", {x, g.const_i64({2}, {5, 1}), g.const_i64({2}, {-100, 8}), g.const_i64({2}, {0, 1}),
-                   g.const_i64({2}, {-2, 3})});
-    check(g);
-  }
-  {
-    Graph g;
-    g.use_float16();
-    g.op("Expand", {g.input({3, 1, 5}), g.const_i64({4}, {2, 3, 4, 5})});
-    check(g);
-  }
-  {
-    Graph g;
-    g.use_float16();
-    g.op("Reshape", {g.input({2, 3, 5}), g.const_i64({2}, {6, 5})});
-    check(g);
-  }
-  {
-    Graph g;
-    g.use_float16();
-    g.op("Gather", {g.input({10, 7}), g.input_i64({2, 3}, {0, 9, -1, 4, 4, -10})}, {ai("axis", 0)});
-    check(g);
-  }
-  for (const char* mode : {"constant", "reflect", "edge"}) {
-    SCOPED_TRACE(mode);
-    Graph g;
-    g.use_float16();
-    g.op("Pad", {g.input({1, 2, 4, 5}), g.const_i64({8}, {0, 0, 2, 1, 0, 0, 1, 3}), g.const_float({}, {0.5f})},
-         {as("mode", mode)});
-    check(g);
-  }
+  sweep_copies(true, check_case);
+  HalfGraph gather;
+  gather.op("Gather", {gather.input({10, 7}), gather.input_i64({2, 3}, {0, 9, -1, 4, 4, -10})}, {ai("axis", 0)});
+  check(gather);
 }
 
-TEST(CudaHalfData, Resize) {
-  struct Case {
-    const char* mode;
-    const char* ct;
-    std::vector<float> scales;
-  };
-  const std::vector<Case> cases = {{"nearest", "asymmetric", {1, 1, 2, 2}},
-                                   {"linear", "half_pixel", {1, 1, 2, 2}},
-                                   {"linear", "align_corners", {1, 1, 2.5f, 1.5f}},
-                                   {"cubic", "half_pixel", {1, 1, 2, 2}}};
-  for (const Case& c : cases) {
-    SCOPED_TRACE(std::string(c.mode) + " " + c.ct);
-    Graph g;
-    g.use_float16();
-    const int x = g.input({1, 3, 6, 7});
-    // roi and scales stay float32 in a float16 Resize.
-    g.op("Resize", {x, g.const_f32({0}, {}), g.const_f32({4}, c.scales)},
-         {as("mode", c.mode), as("coordinate_transformation_mode", c.ct)});
-    check(g);
-  }
-}
+// roi and scales stay float32 in a float16 Resize.
+TEST(CudaHalfData, Resize) { sweep_resizes(true, check_case); }
 
 // ---- pooling ---------------------------------------------------------------------
 
@@ -418,8 +208,7 @@ TEST(CudaHalfPool, MaxAndAverage) {
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
-    Graph g;
-    g.use_float16();
+    HalfGraph g;
     g.op(cases[i].op, {g.input(cases[i].x)}, cases[i].attrs);
     check(g);
   }
@@ -429,8 +218,7 @@ TEST(CudaHalfPool, MaxAndAverage) {
 
 TEST(CudaHalfChain, ConvPoolMatMul) {
   // Activations stay float16 between the nodes, on the device.
-  Graph g;
-  g.use_float16();
+  HalfGraph g;
   const int x = g.input({1, 3, 16, 16});
   const int c = g.op("Conv", {x, g.weight({8, 3, 3, 3}, -0.5f, 0.5f), g.weight({8})}, {aints("pads", {1, 1, 1, 1})});
   const int p = g.op("MaxPool", {g.op("Relu", {c})}, {aints("kernel_shape", {2, 2}), aints("strides", {2, 2})});

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <string>
 
-#include "cuda_graphs.h"
+#include "cuda_cases.h"
 
 namespace kite::cudatest {
 namespace {
@@ -29,54 +29,15 @@ void check(Graph& g, const Options& options = {}, double tolerance = kTolerance)
 
 // ---- convolutions ----------------------------------------------------------
 
-struct ConvCase {
-  Shape x, w;
-  std::vector<kite::ops::Attr> attrs;
-  bool bias;
-};
-
-void conv_graph(Graph& g, const ConvCase& c, const std::string& act = "") {
-  const int x = g.input(c.x);
-  const int w = g.weight(c.w, -0.5f, 0.5f);
-  std::vector<int> in = {x, w};
-  if (c.bias) in.push_back(g.weight({c.w[0]}));
-  if (act.empty()) {
-    g.op("Conv", in, c.attrs);
-    return;
-  }
-  g.begin_body();
-  const int y = activation(g, g.op("Conv", in, c.attrs), act);
-  auto attrs = c.attrs;
-  for (const auto& a : activation_attrs(act)) attrs.push_back(a);
-  g.fuse("FusedConv", "Conv+" + act, in, attrs, {y});
+// A case of the shared sweeps (cuda_cases.h).
+void check_case(Graph& g, const std::string& label) {
+  SCOPED_TRACE(label);
+  check(g);
 }
 
-TEST(CudaConv, Shapes) {
-  const std::vector<ConvCase> cases = {
-      {{1, 3, 9, 11}, {8, 3, 3, 3}, {aints("pads", {1, 1, 1, 1})}, true},
-      {{2, 16, 13, 13}, {70, 16, 3, 3}, {aints("strides", {2, 2}), aints("pads", {1, 1, 1, 1})}, true},
-      {{1, 32, 10, 10}, {32, 1, 3, 3}, {ai("group", 32), aints("pads", {1, 1, 1, 1})}, true},          // depthwise
-      {{1, 32, 12, 12}, {64, 8, 3, 3}, {ai("group", 4), aints("dilations", {2, 2})}, false},          // grouped, dilated
-      {{1, 64, 7, 7}, {24, 64, 1, 1}, {}, true},                                                      // 1x1
-      {{1, 8, 9, 10}, {16, 8, 3, 2}, {aints("pads", {0, 1, 2, 0}), aints("strides", {1, 2})}, true},  // asymmetric
-      {{2, 6, 40}, {12, 6, 5}, {aints("pads", {2, 2})}, true},                                        // 1-D
-  };
-  for (size_t i = 0; i < cases.size(); ++i) {
-    SCOPED_TRACE("case " + std::to_string(i));
-    Graph g;
-    conv_graph(g, cases[i]);
-    check(g);
-  }
-}
+TEST(CudaConv, Shapes) { sweep_convs(false, check_case); }
 
-TEST(CudaConv, FusedActivations) {
-  for (const char* act : {"Relu", "Clip", "SiLU", "HardSwish", "Sigmoid", "LeakyRelu"}) {
-    SCOPED_TRACE(act);
-    Graph g;
-    conv_graph(g, {{1, 8, 14, 14}, {20, 8, 3, 3}, {aints("pads", {1, 1, 1, 1})}, true}, act);
-    check(g);
-  }
-}
+TEST(CudaConv, FusedActivations) { sweep_fused_convs(false, check_case); }
 
 TEST(CudaConv, OwnKernelsInLeanMode) {
   Graph g;
@@ -86,90 +47,16 @@ TEST(CudaConv, OwnKernelsInLeanMode) {
 
 // ---- matrix products ---------------------------------------------------------
 
-TEST(CudaGemm, MatMulShapes) {
-  const std::vector<std::pair<Shape, Shape>> cases = {
-      {{70, 33}, {33, 90}},             // partial tiles
-      {{1, 512}, {512, 100}},           // row vector (simple kernel)
-      {{2, 50, 64}, {64, 48}},          // batch times shared weight (one taller product)
-      {{2, 3, 20, 16}, {2, 3, 16, 24}}, // batched
-      {{2, 1, 20, 16}, {1, 3, 16, 24}}, // broadcast batch dims (two levels)
-      {{33}, {33, 17}},                 // 1-D left
-      {{5, 33}, {33}},                  // 1-D right
-  };
-  for (size_t i = 0; i < cases.size(); ++i) {
-    SCOPED_TRACE("case " + std::to_string(i));
-    Graph g;
-    g.op("MatMul", {g.input(cases[i].first), g.input(cases[i].second)});
-    check(g);
-  }
-}
+TEST(CudaGemm, MatMulShapes) { sweep_matmuls(false, check_case); }
 
-TEST(CudaGemm, GemmAttributes) {
-  struct Case {
-    bool ta, tb;
-    Shape c;
-    float alpha, beta;
-  };
-  const std::vector<Case> cases = {{false, false, {40}, 1.0f, 1.0f},      {false, true, {1, 40}, 0.5f, 2.0f},
-                                   {true, false, {30, 40}, 1.0f, 0.5f},   {true, true, {30, 1}, 2.0f, 1.0f},
-                                   {false, true, {}, 1.0f, 1.0f}};
-  for (size_t i = 0; i < cases.size(); ++i) {
-    SCOPED_TRACE("case " + std::to_string(i));
-    const Case& c = cases[i];
-    Graph g;
-    const int a = g.input(c.ta ? Shape{50, 30} : Shape{30, 50});
-    const int b = g.weight(c.tb ? Shape{40, 50} : Shape{50, 40});
-    std::vector<int> in = {a, b};
-    if (!c.c.empty()) in.push_back(g.weight(c.c));
-    g.op("Gemm", in, {ai("transA", c.ta), ai("transB", c.tb), af("alpha", c.alpha), af("beta", c.beta)});
-    check(g);
-  }
-}
+TEST(CudaGemm, GemmAttributes) { sweep_gemms(false, check_case); }
 
-TEST(CudaGemm, FusedMatMulAndGemm) {
-  for (const char* act : {"", "Relu", "Gelu", "GeluTanh", "HardSwish"}) {
-    SCOPED_TRACE(act);
-    Graph g;
-    const int a = g.input({1, 37, 48});
-    const int b = g.weight({48, 80}, -0.3f, 0.3f);
-    const int bias = g.weight({80});
-    g.begin_body();
-    int y = g.op("Add", {g.op("MatMul", {a, b}), bias});
-    std::vector<kite::ops::Attr> attrs;
-    std::string pattern = "MatMul+Add";
-    if (act[0]) {
-      y = activation(g, y, act);
-      attrs = activation_attrs(act);
-      pattern += std::string("+") + act;
-    }
-    g.fuse("FusedMatMul", pattern, {a, b, bias}, attrs, {y});
-    check(g);
-  }
-  Graph g;
-  const int a = g.input({4, 64});
-  const int w = g.weight({10, 64});
-  const int c = g.weight({10});
-  g.begin_body();
-  const int y = activation(g, g.op("Gemm", {a, w, c}, {ai("transB", 1)}), "HardSwish");
-  auto attrs = activation_attrs("HardSwish");
-  attrs.push_back(ai("transB", 1));
-  g.fuse("FusedGemm", "Gemm+HardSwish", {a, w, c}, attrs, {y});
-  check(g);
-}
+TEST(CudaGemm, FusedMatMulAndGemm) { sweep_fused_products(false, check_case); }
 
 // ---- elementwise ------------------------------------------------------------
 
 TEST(CudaElementwise, BinaryBroadcasting) {
-  const std::vector<std::pair<Shape, Shape>> shapes = {
-      {{2, 3, 4, 5}, {2, 3, 4, 5}}, {{2, 3, 4, 5}, {5}}, {{2, 3, 4, 5}, {3, 1, 1}}, {{4, 1}, {1, 6}}, {{2, 3, 4, 5}, {}}};
-  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      SCOPED_TRACE(std::string(op) + " case " + std::to_string(i));
-      Graph g;
-      g.op(op, {g.input(shapes[i].first), g.input(shapes[i].second, 0.5f, 1.5f)});
-      check(g);
-    }
-  }
+  sweep_binary(false, check_case);
   Graph pow;
   pow.op("Pow", {pow.input({3, 7}, 0.1f, 2.0f), pow.input({7}, -2.0f, 2.0f)});
   check(pow);
@@ -179,26 +66,7 @@ TEST(CudaElementwise, BinaryBroadcasting) {
 }
 
 TEST(CudaElementwise, Unary) {
-  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp", "Abs", "Neg", "Erf", "Softplus", "Sign", "Ceil", "Floor",
-                         "Round", "Sin", "Cos", "Mish", "Elu", "HardSigmoid", "HardSwish", "Gelu"}) {
-    SCOPED_TRACE(op);
-    Graph g;
-    g.op(op, {g.input({3, 50}, -3.0f, 3.0f)});
-    check(g);
-  }
-  for (const char* op : {"Sqrt", "Log", "Reciprocal"}) {
-    SCOPED_TRACE(op);
-    Graph g;
-    g.op(op, {g.input({70}, 0.1f, 4.0f)});
-    check(g);
-  }
-  Graph leaky;
-  leaky.op("LeakyRelu", {leaky.input({64})}, {af("alpha", 0.2f)});
-  check(leaky);
-  Graph clip;
-  const int x = clip.input({64}, -8.0f, 8.0f);
-  clip.op("Clip", {x, clip.const_f32({}, {-1.5f}), clip.const_f32({}, {2.0f})});
-  check(clip);
+  sweep_unary(false, check_case);
   for (const char* approximate : {"none", "tanh"}) {
     Graph gelu;
     const int x = gelu.input({5, 40}, -4.0f, 4.0f);
@@ -235,49 +103,7 @@ TEST(CudaElementwise, VariadicAndCasts) {
 
 // ---- data movement -------------------------------------------------------------
 
-TEST(CudaData, CopiesOfEveryKind) {
-  {
-    Graph g;
-    g.op("Transpose", {g.input({2, 3, 4, 5})}, {aints("perm", {0, 2, 3, 1})});
-    check(g);
-  }
-  {
-    Graph g;
-    g.op("Concat", {g.input({2, 3, 4}), g.input({2, 5, 4}), g.input({2, 1, 4})}, {ai("axis", 1)});
-    check(g);
-  }
-  {
-    Graph g;
-    const auto parts = g.node("Split", {g.input({3, 10, 2}), g.const_i64({3}, {2, 5, 3})}, {ai("axis", 1)}, 3);
-    for (int t : parts) g.output(t);
-    check(g);
-  }
-  {
-    Graph g;
-    const int x = g.input({6, 9, 5});
-    g.op("Slice", {x, g.const_i64({2}, {5, 1}), g.const_i64({2}, {-100, 8}), g.const_i64({2}, {0, 1}),
-                   g.const_i64({2}, {-2, 3})});
-    check(g);
-  }
-  {
-    Graph g;
-    g.op("Expand", {g.input({3, 1, 5}), g.const_i64({4}, {2, 3, 4, 5})});
-    check(g);
-  }
-  {
-    Graph g;
-    const int x = g.input({2, 3, 4});
-    g.op("Reshape", {x, g.const_i64({2}, {6, 4})});
-    check(g);
-  }
-  for (const char* mode : {"constant", "reflect", "edge"}) {
-    SCOPED_TRACE(mode);
-    Graph g;
-    g.op("Pad", {g.input({1, 2, 4, 5}), g.const_i64({8}, {0, 0, 2, 1, 0, 0, 1, 3}), g.const_f32({}, {0.5f})},
-         {as("mode", mode)});
-    check(g);
-  }
-}
+TEST(CudaData, CopiesOfEveryKind) { sweep_copies(false, check_case); }
 
 TEST(CudaData, Gather) {
   Graph g;
@@ -298,27 +124,7 @@ TEST(CudaData, GatherIndexOutOfRangeIsAnError) {
   EXPECT_NE(r.error.find("Gather"), std::string::npos) << r.error;
 }
 
-TEST(CudaData, Resize) {
-  struct Case {
-    const char* mode;
-    const char* ct;
-    std::vector<float> scales;
-  };
-  const std::vector<Case> cases = {{"nearest", "asymmetric", {1, 1, 2, 2}},
-                                   {"nearest", "half_pixel", {1, 1, 1.5f, 0.5f}},
-                                   {"linear", "half_pixel", {1, 1, 2, 2}},
-                                   {"linear", "align_corners", {1, 1, 2.5f, 1.5f}},
-                                   {"linear", "pytorch_half_pixel", {1, 1, 0.5f, 2}},
-                                   {"cubic", "half_pixel", {1, 1, 2, 2}}};
-  for (const Case& c : cases) {
-    SCOPED_TRACE(std::string(c.mode) + " " + c.ct);
-    Graph g;
-    const int x = g.input({1, 3, 6, 8});
-    g.op("Resize", {x, g.const_f32({0}, {}), g.const_f32({4}, c.scales)},
-         {as("mode", c.mode), as("coordinate_transformation_mode", c.ct)});
-    check(g);
-  }
-}
+TEST(CudaData, Resize) { sweep_resizes(false, check_case); }
 
 // ---- pooling, reductions, normalisation -----------------------------------------
 
