@@ -158,6 +158,20 @@ TEST(CudaHalfElementwise, Unary) {
   }
 }
 
+TEST(CudaHalfElementwise, MixedFloatTensorsDecline) {
+  // Pow may raise float16 to a float32 exponent (ONNX's T1, T2); the CUDA
+  // kernels take a node's float tensors all of one dtype, so it declines,
+  // naming the tensor, and the node runs on the CPU.
+  HalfGraph g;
+  g.op("Pow", {g.input({3, 7}, 0.1f, 2.0f), g.const_f32({7}, {-2, -1, -0.5f, 0, 0.5f, 1, 2})});
+  const Result r = run(g, backend() + ",cpu", {}, false);
+  ASSERT_EQ(r.status, KITE_OK) << r.error;
+  ASSERT_EQ(r.placement.size(), 1u);
+  EXPECT_EQ(r.placement[0], "cpu");
+  EXPECT_NE(r.reasons[0].find("input 1 'w"), std::string::npos) << r.reasons[0];
+  EXPECT_NE(r.reasons[0].find("float32 in a node of float16"), std::string::npos) << r.reasons[0];
+}
+
 TEST(CudaHalfElementwise, Casts) {
   // float32 -> float16 (rounded to nearest even, both sides), float16 ->
   // float32 (exact) and float16 -> float16 (a copy), each checked exactly.

@@ -90,7 +90,9 @@ kite_status cu_device_info(int32_t index, kite_backend_device_info* out, char* e
     std::snprintf(info.name, sizeof info.name, "%s (sm_%d%d%s)", p.name.c_str(), p.cc_major, p.cc_minor,
                   p.integrated ? ", integrated" : "");
     info.memory_bytes = p.total_memory;
-    uint32_t flags = KITE_DEVICE_TIMESTAMPS | KITE_DEVICE_EXTERNAL_BUFFERS;
+    // FP16_STORAGE: float16 nodes run on the _f16 kernels (half storage,
+    // float arithmetic); no FP16_ARITH, they do not compute in half.
+    uint32_t flags = KITE_DEVICE_TIMESTAMPS | KITE_DEVICE_EXTERNAL_BUFFERS | KITE_DEVICE_FP16_STORAGE;
     // Mapped pinned memory: an instance maps its arena when it runs unified
     // (integrated GPUs by default, unified=1 elsewhere); buffer_map says
     // KITE_ERROR_UNSUPPORTED otherwise.
