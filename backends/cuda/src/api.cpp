@@ -45,10 +45,7 @@ int cu_supports2(void* backend, const kite_backend_node2* node, char* reason, si
     Kernel scratch;
     std::string label;
     const std::string why = Plugin::as_backend(backend)->plan(*node, &scratch, &label, false);
-    for (const Step& st : scratch.steps) {
-      const std::string name = kernel_name(st.fn);
-      half = half || (st.kind == Step::Kind::kLaunch && name.size() > 4 && name.compare(name.size() - 4, 4, "_f16") == 0);
-    }
+    for (const Step& st : scratch.steps) half = half || (st.kind == Step::Kind::kLaunch && is_f16_kernel(st.fn));
     return why;
   });
   if (ok && half) abi::write_message(reason, reason_size, "fp16 storage, fp32 arithmetic");
