@@ -92,7 +92,9 @@ KITE_DEV void gemm_simple(const GemmParams& p) {
     const T* B = as<T>(p.b) + b1 * p.sb1 + b2 * p.sb2 + static_cast<int64_t>(n) * p.sbn;
     const T* bias = p.bias ? as<T>(p.bias) + b1 * p.sbias1 + b2 * p.sbias2 : nullptr;
     float acc = 0.0f;
-    for (int k = 0; k < p.K; ++k) acc += load(A, static_cast<int64_t>(k) * p.sak) * load(B, static_cast<int64_t>(k) * p.sbk);
+    for (int k = 0; k < p.K; ++k) {
+      acc += load(A, static_cast<int64_t>(k) * p.sak) * load(B, static_cast<int64_t>(k) * p.sbk);
+    }
     store(as<T>(p.y), i, gemm_epilogue(p, bias, acc, m, n));
   }
 }

@@ -95,7 +95,9 @@ KITE_DEV void resize(const ResizeParams& p) {
       const float wh = p.h_weight[oh * p.taps_h + th];
       const T* xr = x + p.h_offset[oh * p.taps_h + th];
       float line = 0.0f;
-      for (int tw = 0; tw < p.taps_w; ++tw) line += p.w_weight[ow * p.taps_w + tw] * load(xr, p.w_offset[ow * p.taps_w + tw]);
+      for (int tw = 0; tw < p.taps_w; ++tw) {
+        line += p.w_weight[ow * p.taps_w + tw] * load(xr, p.w_offset[ow * p.taps_w + tw]);
+      }
       acc += wh * line;
     }
     store(as<T>(p.y), i, acc);

@@ -71,12 +71,14 @@ std::string plan_conv_node(const NodeView& n, const PlanContext& ctx, Kernel* k,
                                          {offsetof(ConvParams, y), tensor_operand(n.out(0))}};
     Step* st;
     if (reduction < 16 || mg < 4 || s.groups > ctx.props.max_grid_z) {
-      st = &add_launch(&own, storage_kernel(half, KernelId::kite_conv_direct, KernelId::kite_conv_direct_f16), p, binds, blocks_for(out_count), 1, 1, kite_cuda::kBlock);
+      st = &add_launch(&own, storage_kernel(half, KernelId::kite_conv_direct, KernelId::kite_conv_direct_f16), p,
+                       binds, blocks_for(out_count), 1, 1, kite_cuda::kBlock);
       own.how = "own direct convolution";
     } else {
       const int64_t gy = (mg + 63) / 64;
       if (gy > ctx.props.max_grid_y) return "too many output channels per group for the grid";
-      st = &add_launch(&own, storage_kernel(half, KernelId::kite_conv_igemm, KernelId::kite_conv_igemm_f16), p, binds, static_cast<uint64_t>((columns + 63) / 64),
+      st = &add_launch(&own, storage_kernel(half, KernelId::kite_conv_igemm, KernelId::kite_conv_igemm_f16), p,
+                       binds, static_cast<uint64_t>((columns + 63) / 64),
                        static_cast<uint32_t>(gy), static_cast<uint32_t>(s.groups), 256);
       own.how = "own implicit GEMM";
     }

@@ -167,10 +167,12 @@ void add_own_gemm(Kernel* k, const kite_backend_tensor2* a, const kite_backend_t
                                        {offsetof(GemmParams, y), tensor_operand(y)}};
   Step* s;
   if (tiled) {
-    s = &add_launch(k, storage_kernel(g.half, KernelId::kite_gemm_tiled, KernelId::kite_gemm_tiled_f16), p, binds, static_cast<uint64_t>((g.N + 63) / 64),
+    s = &add_launch(k, storage_kernel(g.half, KernelId::kite_gemm_tiled, KernelId::kite_gemm_tiled_f16), p, binds,
+                    static_cast<uint64_t>((g.N + 63) / 64),
                     static_cast<uint32_t>((g.M + 63) / 64), static_cast<uint32_t>(batches), 256);
   } else {
-    s = &add_launch(k, storage_kernel(g.half, KernelId::kite_gemm_simple, KernelId::kite_gemm_simple_f16), p, binds, blocks_for(g.M * g.N * batches), 1, 1, kite_cuda::kBlock);
+    s = &add_launch(k, storage_kernel(g.half, KernelId::kite_gemm_simple, KernelId::kite_gemm_simple_f16), p, binds,
+                    blocks_for(g.M * g.N * batches), 1, 1, kite_cuda::kBlock);
   }
   if (bias) s->fixups.push_back(Fixup{static_cast<uint32_t>(offsetof(GemmParams, bias)), tensor_operand(bias)});
 }
