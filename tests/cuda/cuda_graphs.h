@@ -30,6 +30,7 @@ class Graph {
   // are float16 (values rounded to half), as in a file kite-convert
   // --precision fp16 wrote.
   void use_float16() { float_dtype_ = KITE_DTYPE_FLOAT16; }
+  bool float16() const { return float_dtype_ == KITE_DTYPE_FLOAT16; }
   // A graph input with seeded values uniform in [lo, hi).
   int input(const Shape& shape, float lo = -1.0f, float hi = 1.0f);
   int input_i64(const Shape& shape, const std::vector<int64_t>& values);

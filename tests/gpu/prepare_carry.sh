@@ -17,12 +17,12 @@ ARCHS="${KITE_GPU_ARCHITECTURES:-87;90}"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKITE_BACKEND_CUDA=ON \
   "-DKITE_CUDA_ARCHITECTURES=$ARCHS" -DKITE_BUILD_TESTS=ON -DKITE_BUILD_CONVERTER=ON >/dev/null
 cmake --build "$BUILD" -j "$(nproc)" --target kite-convert kite-run kite_backend_cuda kite_backend_cudaemu \
-  cuda_ops_test cuda_session_test cuda_half_test
+  cuda_ops_test cuda_session_test
 
 rm -rf "$CARRY"
 mkdir -p "$CARRY/bin" "$CARRY/lib"
 cp "$BUILD/converter/kite-convert" "$BUILD/apps/kite-run" "$BUILD/tests/cuda/cuda_ops_test" \
-   "$BUILD/tests/cuda/cuda_session_test" "$BUILD/tests/cuda/cuda_half_test" "$CARRY/bin/"
+   "$BUILD/tests/cuda/cuda_session_test" "$CARRY/bin/"
 # libkite and the plugin side by side: the runtime looks for plugins in
 # libkite's own folder.
 # (Files, not symbolic links: the device tool carries links as links. The
