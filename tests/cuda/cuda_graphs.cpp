@@ -9,6 +9,7 @@
 
 #include "kite/backend.h"
 #include "kite/ops/attr.h"
+#include "kite/ops/half.h"
 #include "kite_test_bytes.h"
 #include "memory/planner.h"
 #include "writer/kite_writer.h"
@@ -55,10 +56,17 @@ size_t count_of(const Shape& s) {
 }
 }  // namespace
 
+std::vector<uint8_t> Graph::float_bytes(const std::vector<float>& values) const {
+  if (float_dtype_ != KITE_DTYPE_FLOAT16) return kite::test::bytes_of(values);
+  std::vector<uint16_t> halves(values.size());
+  for (size_t i = 0; i < values.size(); ++i) halves[i] = kite::float_to_half(values[i]);
+  return kite::test::bytes_of(halves);
+}
+
 int Graph::input(const Shape& shape, float lo, float hi) {
-  const int t = add("x" + std::to_string(counter_++), KITE_DTYPE_FLOAT32, shape, TensorKind::Input);
+  const int t = add("x" + std::to_string(counter_++), float_dtype_, shape, TensorKind::Input);
   m_.main().inputs.push_back(t);
-  values_.push_back(kite::test::bytes_of(uniform(count_of(shape), lo, hi, 1000u + static_cast<uint32_t>(t))));
+  values_.push_back(float_bytes(uniform(count_of(shape), lo, hi, 1000u + static_cast<uint32_t>(t))));
   return t;
 }
 
@@ -70,7 +78,13 @@ int Graph::input_i64(const Shape& shape, const std::vector<int64_t>& values) {
 }
 
 int Graph::weight(const Shape& shape, float lo, float hi) {
-  return const_f32(shape, uniform(count_of(shape), lo, hi, 77u + static_cast<uint32_t>(counter_)));
+  return const_float(shape, uniform(count_of(shape), lo, hi, 77u + static_cast<uint32_t>(counter_)));
+}
+
+int Graph::const_float(const Shape& shape, const std::vector<float>& values) {
+  const int t = add("w" + std::to_string(counter_++), float_dtype_, shape, TensorKind::Constant);
+  m_.tensors[static_cast<size_t>(t)].data = float_bytes(values);
+  return t;
 }
 
 int Graph::const_f32(const Shape& shape, const std::vector<float>& values) {
@@ -110,7 +124,7 @@ std::vector<int> Graph::node(const std::string& op, const std::vector<int>& inpu
   } else {
     for (const Shape& s : shapes) {
       kite::ops::TensorType t;
-      t.dtype = KITE_DTYPE_FLOAT32;
+      t.dtype = float_dtype_;
       t.shape = s;
       types.push_back(t);
     }
@@ -179,7 +193,7 @@ std::vector<uint8_t> Graph::bytes() {
 }
 
 int activation(Graph& g, int x, const std::string& act) {
-  if (act == "Clip") return g.op("Clip", {x, g.const_f32({}, {0.0f}), g.const_f32({}, {6.0f})});
+  if (act == "Clip") return g.op("Clip", {x, g.const_float({}, {0.0f}), g.const_float({}, {6.0f})});
   if (act == "SiLU") return g.op("Mul", {x, g.op("Sigmoid", {x})});
   if (act == "LeakyRelu") return g.op("LeakyRelu", {x}, {af("alpha", 0.01f)});
   if (act == "Gelu") return g.op("Gelu", {x}, {as("approximate", "none")});

@@ -26,14 +26,21 @@ kite::ops::Attr aints(const std::string& name, const std::vector<int64_t>& v);
 class Graph {
  public:
   Graph();
+  // From here on input, weight, const_float and the outputs of fused nodes
+  // are float16 (values rounded to half), as in a file kite-convert
+  // --precision fp16 wrote.
+  void use_float16() { float_dtype_ = KITE_DTYPE_FLOAT16; }
+  bool float16() const { return float_dtype_ == KITE_DTYPE_FLOAT16; }
   // A graph input with seeded values uniform in [lo, hi).
   int input(const Shape& shape, float lo = -1.0f, float hi = 1.0f);
   int input_i64(const Shape& shape, const std::vector<int64_t>& values);
   int weight(const Shape& shape, float lo = -1.0f, float hi = 1.0f);
   int const_f32(const Shape& shape, const std::vector<float>& values);
+  // A constant of the graph's float dtype (float32, or float16 after use_float16).
+  int const_float(const Shape& shape, const std::vector<float>& values);
   int const_i64(const Shape& shape, const std::vector<int64_t>& values);
   // A node whose outputs get the shapes kite::ops infers, or `shapes` (fused
-  // nodes: float32). Returns the output tensors.
+  // nodes: the graph's float dtype). Returns the output tensors.
   std::vector<int> node(const std::string& op, const std::vector<int>& inputs,
                         const std::vector<kite::ops::Attr>& attrs = {}, int outputs = 1,
                         const std::vector<Shape>& shapes = {}, const std::string& pattern = "");
@@ -55,7 +62,9 @@ class Graph {
 
  private:
   int add(const std::string& name, kite_dtype dtype, const Shape& shape, kite::ir::TensorKind kind);
+  std::vector<uint8_t> float_bytes(const std::vector<float>& values) const;
   kite::ir::Model m_;
+  kite_dtype float_dtype_ = KITE_DTYPE_FLOAT32;
   std::vector<std::vector<uint8_t>> values_;
   int counter_ = 0;
   size_t body_start_ = 0;

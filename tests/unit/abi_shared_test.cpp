@@ -112,6 +112,16 @@ TEST(AbiInnerResize, ResizesTheTwoInnermostAxes) {
   EXPECT_FLOAT_EQ(r.scale_w, 3.0f);
 }
 
+TEST(AbiInnerResize, Float16OnlyWhenTheBackendSaysSo) {
+  const std::vector<float> scales = {1.0f, 1.0f, 2.0f, 2.0f};
+  kite::abi::NodeView v = ResizeNode({1, 3, 4, 5}, {1, 3, 8, 10}, &scales);
+  v.op.inputs[0].dtype = KITE_DTYPE_FLOAT16;  // roi and scales stay float32
+  kite::abi::InnerResize r;
+  EXPECT_TRUE(Contains(kite::abi::inner_resize_of(v, "Vulkan", &r), "float16")) << "float32 kernels only";
+  ASSERT_EQ(kite::abi::inner_resize_of(v, "CUDA", &r, true), "");
+  EXPECT_EQ(r.out_w, 10);
+}
+
 TEST(AbiInnerResize, SizesGiveTheScalesOfTheDeclaredOutput) {
   const kite::abi::NodeView v = ResizeNode({2, 4, 6}, {2, 2, 9}, nullptr);
   kite::abi::InnerResize r;
@@ -635,6 +645,21 @@ TEST(AbiPad, ResolvesBeginsAndOutputDims) {
   ASSERT_EQ(kite::abi::pad_of(c, "Vulkan", &pad), "");
   uint32_t bits;
   std::memcpy(&bits, &v, 4);
+  EXPECT_EQ(pad.value_bits, bits);
+}
+
+TEST(AbiPad, Float16ConstantArrivesAsFloat32Bits) {
+  // A float16 Pad (a backend with fp16-storage kernels): its constant_value
+  // is one half, widened exactly.
+  kite::abi::NodeView c = PadNode({2, 3}, {1, 0, 0, 2}, {3, 5});
+  c.op.inputs[0].dtype = KITE_DTYPE_FLOAT16;
+  static const uint16_t minus_2_5 = 0xc100;  // -2.5
+  c.op.inputs.push_back(tensor("v", {}, KITE_DTYPE_FLOAT16, &minus_2_5));
+  kite::abi::PadSpec pad;
+  ASSERT_EQ(kite::abi::pad_of(c, "CUDA", &pad), "");
+  const float want = -2.5f;
+  uint32_t bits;
+  std::memcpy(&bits, &want, 4);
   EXPECT_EQ(pad.value_bits, bits);
 }
 

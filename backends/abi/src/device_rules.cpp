@@ -26,9 +26,9 @@ MergedAxes merge_axes(const std::vector<int64_t>& dims, const std::vector<int64_
   return m;
 }
 
-std::string inner_resize_of(const NodeView& n, const char* backend, InnerResize* out) {
-  // float16 X: the backends admit it only where they have a half kernel.
-  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32, KITE_DTYPE_FLOAT16}, backend);
+std::string inner_resize_of(const NodeView& n, const char* backend, InnerResize* out, bool float16) {
+  std::string why = float16 ? expect_dtype(n, 0, {KITE_DTYPE_FLOAT32, KITE_DTYPE_FLOAT16}, backend)
+                            : expect_dtype(n, 0, {KITE_DTYPE_FLOAT32}, backend);
   if (!why.empty()) return why;
   kite::ops::RuleError rule_err;
   if (!kite::ops::resize_sampling_of(n.op, &out->sampling, &rule_err)) return rule_err.message;
@@ -172,25 +172,21 @@ std::string pad_of(const NodeView& n, const char* backend, PadSpec* out) {
   } else {
     pads = n.op.attr_ints("pads", {});
   }
-  const bool half = n.op.inputs[0].dtype == KITE_DTYPE_FLOAT16;
   const float value = n.op.attr_float("value", 0.0f);
-  if (half) {
-    out->value_bits = kite::float_to_half(value);
-  } else {
-    std::memcpy(&out->value_bits, &value, 4);
-  }
+  std::memcpy(&out->value_bits, &value, 4);
   if (n.op.has_input(2) && n.op.inputs[2].numel() > 0) {
     std::string why = expect_constant(n, 2, "constant_value", backend);
     if (!why.empty()) return why;
     const kite::ops::TensorType& v = n.op.inputs[2];
-    const size_t size = kite::ops::dtype_size(v.dtype);
-    if (v.dtype != n.op.inputs[0].dtype || (size != 4 && !half) || v.numel() != 1) {
+    const bool half = v.dtype == KITE_DTYPE_FLOAT16;
+    if (v.dtype != n.op.inputs[0].dtype || (kite::ops::dtype_size(v.dtype) != 4 && !half) || v.numel() != 1) {
       return input_label(n, 2) + " must be one value of the input's dtype";
     }
     if (half) {
       uint16_t h;
       std::memcpy(&h, v.data, 2);
-      out->value_bits = h;
+      const float wide = kite::half_to_float(h);
+      std::memcpy(&out->value_bits, &wide, 4);
     } else {
       std::memcpy(&out->value_bits, v.data, 4);
     }

@@ -9,15 +9,6 @@ void write_message(char* buffer, size_t size, const std::string& message) {
   std::snprintf(buffer, size, "%s", message.c_str());
 }
 
-bool has_float16(const kite_backend_node2& node) {
-  for (int32_t i = 0; i < node.num_inputs + node.num_outputs; ++i) {
-    const kite_backend_tensor2* t = i < node.num_inputs ? (node.inputs ? node.inputs[i] : nullptr)
-                                                        : (node.outputs ? node.outputs[i - node.num_inputs] : nullptr);
-    if (t && t->dtype == KITE_DTYPE_FLOAT16) return true;
-  }
-  return false;
-}
-
 kite_status fail(char* err, size_t err_size, kite_status status, const std::string& message) {
   write_message(err, err_size, message);
   return status;

@@ -1,5 +1,6 @@
 // Data movement: strided copies (Transpose, Slice, Expand, Concat and Split
-// parts), Pad and Gather.
+// parts), Pad and Gather. Copies and Gather move elements of any size;
+// Pad has a float32 and a float16 kernel.
 #pragma once
 
 #include "device.cuh"
@@ -26,8 +27,11 @@ KITE_KERNEL(kite_copy, CopyParams) {
   }
 }
 
-KITE_KERNEL(kite_pad, PadParams) {
-  using namespace kite_cuda;
+namespace kite_cuda {
+template <typename T>
+KITE_DEV void pad(const PadParams& p) {
+  const T* x = as<T>(p.x);
+  T* y = as<T>(p.y);
   for (int64_t i = global_index(); i < p.n; i += grid_stride()) {
     int64_t rest = i, src = 0, stride = 1;
     bool outside = false;
@@ -56,9 +60,14 @@ KITE_KERNEL(kite_pad, PadParams) {
       src += c * stride;
       stride *= len;
     }
-    p.y[i] = outside ? p.value : p.x[src];
+    if (outside) store(y, i, p.value);
+    else y[i] = x[src];
   }
 }
+}  // namespace kite_cuda
+
+KITE_KERNEL(kite_pad, PadParams) { kite_cuda::pad<float>(p); }
+KITE_KERNEL(kite_pad_f16, PadParams) { kite_cuda::pad<kite_cuda::Half>(p); }
 
 // One thread per output element; an index out of range writes the node and
 // the value into the status words once and leaves the element as zero.

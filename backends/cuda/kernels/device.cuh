@@ -13,17 +13,63 @@
 #include "params.h"
 
 #if defined(__CUDACC__)
+#include <cuda_fp16.h>
 #define KITE_KERNEL(name, P) extern "C" __global__ void __launch_bounds__(256) name(const kite_cuda::P p)
 #define KITE_DEV __device__ __forceinline__
 #define KITE_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))
 #else
 #include "emu_runtime.h"
+#include "kite/ops/half.h"
 #define KITE_KERNEL(name, P) inline void name(const kite_cuda::P p)
 #define KITE_DEV inline
 #define KITE_SHFL_XOR(v, m) kite_emu::shfl_xor((v), (m))
 #endif
 
 namespace kite_cuda {
+
+// Storage types. A kernel templated on T reads and writes T (float, or
+// Half for float16 tensors) and computes in float: fp16 storage, fp32
+// arithmetic. load() widens exactly; store() rounds to nearest, ties to even
+// (cuda_fp16.h's __float2half_rn on the device; the same conversion of
+// kite/ops/half.h in the emulator, bit for bit).
+struct Half {
+  uint16_t bits;
+};
+
+KITE_DEV float to_float(float v) { return v; }
+KITE_DEV float to_float(Half h) {
+#if defined(__CUDACC__)
+  return __half2float(__ushort_as_half(h.bits));
+#else
+  return kite::half_to_float(h.bits);
+#endif
+}
+KITE_DEV void from_float(float v, float* out) { *out = v; }
+KITE_DEV void from_float(float v, Half* out) {
+#if defined(__CUDACC__)
+  out->bits = __half_as_ushort(__float2half_rn(v));
+#else
+  out->bits = kite::float_to_half(v);
+#endif
+}
+template <typename T>
+KITE_DEV float load(const T* p, int64_t i) {
+  return to_float(p[i]);
+}
+template <typename T>
+KITE_DEV void store(T* p, int64_t i, float v) {
+  from_float(v, &p[i]);
+}
+// A parameter struct's float pointer as the kernel's storage type (the
+// structs of params.h declare float; a float16 kernel gets halves there).
+template <typename T>
+KITE_DEV const T* as(const float* p) {
+  return reinterpret_cast<const T*>(p);
+}
+template <typename T>
+KITE_DEV T* as(float* p) {
+  return reinterpret_cast<T*>(p);
+}
 
 KITE_DEV int imin(int a, int b) { return a < b ? a : b; }
 KITE_DEV int imax(int a, int b) { return a > b ? a : b; }

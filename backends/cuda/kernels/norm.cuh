@@ -79,26 +79,34 @@ KITE_KERNEL(kite_layernorm, NormParams) {
   }
 }
 
-// One thread per output value: the sum over the taps of both axes.
-KITE_KERNEL(kite_resize, ResizeParams) {
-  using namespace kite_cuda;
+// One thread per output value: the sum over the taps of both axes (float
+// weights; T the storage of x and y).
+namespace kite_cuda {
+template <typename T>
+KITE_DEV void resize(const ResizeParams& p) {
   const int64_t total = static_cast<int64_t>(p.planes) * p.OH * p.OW;
   for (int64_t i = global_index(); i < total; i += grid_stride()) {
     const int ow = static_cast<int>(i % p.OW);
     const int oh = static_cast<int>((i / p.OW) % p.OH);
     const int64_t plane = i / (static_cast<int64_t>(p.OW) * p.OH);
-    const float* x = p.x + plane * p.IH * p.IW;
+    const T* x = as<T>(p.x) + plane * p.IH * p.IW;
     float acc = 0.0f;
     for (int th = 0; th < p.taps_h; ++th) {
       const float wh = p.h_weight[oh * p.taps_h + th];
-      const float* xr = x + p.h_offset[oh * p.taps_h + th];
+      const T* xr = x + p.h_offset[oh * p.taps_h + th];
       float line = 0.0f;
-      for (int tw = 0; tw < p.taps_w; ++tw) line += p.w_weight[ow * p.taps_w + tw] * xr[p.w_offset[ow * p.taps_w + tw]];
+      for (int tw = 0; tw < p.taps_w; ++tw) {
+        line += p.w_weight[ow * p.taps_w + tw] * load(xr, p.w_offset[ow * p.taps_w + tw]);
+      }
       acc += wh * line;
     }
-    p.y[i] = acc;
+    store(as<T>(p.y), i, acc);
   }
 }
+}  // namespace kite_cuda
+
+KITE_KERNEL(kite_resize, ResizeParams) { kite_cuda::resize<float>(p); }
+KITE_KERNEL(kite_resize_f16, ResizeParams) { kite_cuda::resize<kite_cuda::Half>(p); }
 
 // Attention without the score matrix: one block (128 threads) per query row
 // (b, i). Keys are visited in tiles of blockDim.x; each thread scores one

@@ -4,7 +4,9 @@
 // hands them to cuLaunchKernel) and by the host emulator of the tests, so it
 // holds only fixed-width types and raw pointers: its layout is the same on
 // both sides. Indices are 32-bit: the planner declines tensors of 2^31
-// elements or more.
+// elements or more. The tensors' pointers are declared float; the _f16
+// kernels (kernel_list.h) read and write float16 through them (device.cuh's
+// as<T>).
 #pragma once
 
 #include <stdint.h>

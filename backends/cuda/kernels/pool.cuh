@@ -1,5 +1,6 @@
 // Pooling and reductions.
-//  - kite_pool2d: one thread per output of MaxPool / AveragePool (2-D).
+//  - kite_pool2d: one thread per output of MaxPool / AveragePool (2-D);
+//    kite_pool2d_f16 the same on float16 storage (float32 arithmetic).
 //  - kite_reduce_rows: [outer, r] with inner == 1, one block per row
 //    (GlobalAveragePool, ReduceMean over trailing axes).
 //  - kite_reduce_cols: [outer, r, inner], one thread per (outer, inner),
@@ -8,14 +9,16 @@
 
 #include "device.cuh"
 
-KITE_KERNEL(kite_pool2d, PoolParams) {
-  using namespace kite_cuda;
+namespace kite_cuda {
+template <typename T>
+KITE_DEV void pool2d(const PoolParams& p) {
+  const T* X = as<T>(p.x);
   const int64_t total = static_cast<int64_t>(p.N) * p.C * p.OH * p.OW;
   for (int64_t i = global_index(); i < total; i += grid_stride()) {
     const int ow = static_cast<int>(i % p.OW);
     const int oh = static_cast<int>((i / p.OW) % p.OH);
     const int64_t plane = i / (static_cast<int64_t>(p.OW) * p.OH);
-    const float* x = p.x + plane * p.H * p.W;
+    const T* x = X + plane * p.H * p.W;
     const int ih0 = oh * p.SH - p.PH, iw0 = ow * p.SW - p.PW;
     float acc = p.mode == 0 ? -INFINITY : 0.0f;
     int count = 0;
@@ -26,12 +29,12 @@ KITE_KERNEL(kite_pool2d, PoolParams) {
         const bool inside = ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
         if (p.mode == 0) {
           if (inside) {
-            const float v = x[ih * p.W + iw];
+            const float v = load(x, ih * p.W + iw);
             acc = (v > acc || v != v) ? v : acc;
           }
         } else {
           if (inside) {
-            acc += x[ih * p.W + iw];
+            acc += load(x, ih * p.W + iw);
             ++count;
           } else if (p.count_include_pad && ih < p.H + p.PHE && iw < p.W + p.PWE) {
             ++count;  // a padded position (not one past the padding, with ceil_mode)
@@ -39,9 +42,13 @@ KITE_KERNEL(kite_pool2d, PoolParams) {
         }
       }
     }
-    p.y[i] = p.mode == 0 ? acc : (count > 0 ? acc / static_cast<float>(count) : 0.0f);
+    store(as<T>(p.y), i, p.mode == 0 ? acc : (count > 0 ? acc / static_cast<float>(count) : 0.0f));
   }
 }
+}  // namespace kite_cuda
+
+KITE_KERNEL(kite_pool2d, PoolParams) { kite_cuda::pool2d<float>(p); }
+KITE_KERNEL(kite_pool2d_f16, PoolParams) { kite_cuda::pool2d<kite_cuda::Half>(p); }
 
 namespace kite_cuda {
 KITE_DEV float reduce_init(int op) {

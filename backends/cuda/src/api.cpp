@@ -1,7 +1,8 @@
 // The CUDA backend behind the C ABI of kite/backend.h (v2). The entry
 // points common to the device plugins (argument checks, exceptions turned
 // into statuses, forwarding to Backend) are kite::abi::DevicePlugin's; this
-// file has what only CUDA does: counting and describing its devices.
+// file has what only CUDA does: counting and describing its devices, and
+// when a node it takes runs on float16 kernels.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -23,10 +24,16 @@ struct CudaPlugin {
   using Segment = cuda::Segment;
   using Buffer = cuda::Buffer;
   static std::string check_tables() { return kernels().check(); }
-  static std::string unsupported(Backend& backend, const kite_backend_node2& node) {
+  // Taken on the _f16 kernels (which read and write halves and compute in
+  // float): the note of kite/backend.h, worded as the CPU backend's.
+  static std::string unsupported(Backend& backend, const kite_backend_node2& node, std::string* note) {
     Kernel scratch;
     std::string label;
-    return backend.plan(node, &scratch, &label, false);
+    const std::string why = backend.plan(node, &scratch, &label, false);
+    for (const Step& st : scratch.steps) {
+      if (st.kind == Step::Kind::kLaunch && is_f16_kernel(st.fn)) *note = "fp16 storage, fp32 arithmetic";
+    }
+    return why;
   }
 };
 using Plugin = abi::DevicePlugin<CudaPlugin>;
@@ -66,7 +73,9 @@ kite_status cu_device_info(int32_t index, kite_backend_device_info* out, char* e
     std::snprintf(info.name, sizeof info.name, "%s (sm_%d%d%s)", p.name.c_str(), p.cc_major, p.cc_minor,
                   p.integrated ? ", integrated" : "");
     info.memory_bytes = p.total_memory;
-    uint32_t flags = KITE_DEVICE_TIMESTAMPS | KITE_DEVICE_EXTERNAL_BUFFERS;
+    // FP16_STORAGE: float16 nodes run on the _f16 kernels (half storage,
+    // float arithmetic); no FP16_ARITH, they do not compute in half.
+    uint32_t flags = KITE_DEVICE_TIMESTAMPS | KITE_DEVICE_EXTERNAL_BUFFERS | KITE_DEVICE_FP16_STORAGE;
     // Mapped pinned memory: an instance maps its arena when it runs unified
     // (integrated GPUs by default, unified=1 elsewhere); buffer_map says
     // KITE_ERROR_UNSUPPORTED otherwise.

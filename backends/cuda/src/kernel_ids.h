@@ -1,6 +1,8 @@
 // Ids and names of the fatbin's kernels (kernels/kernel_list.h).
 #pragma once
 
+#include <cstring>
+
 #include "../kernels/kernel_list.h"
 
 namespace kite::cuda {
@@ -24,6 +26,13 @@ inline const char* kernel_name(KernelId id) {
 #undef KITE_CUDA_KERNEL_NAME
   };
   return names[static_cast<int>(id)];
+}
+
+// An _f16 twin: float16 storage, float32 arithmetic (kernel_list.h).
+inline bool is_f16_kernel(KernelId id) {
+  const char* name = kernel_name(id);
+  const size_t n = std::strlen(name);
+  return n > 4 && std::strcmp(name + n - 4, "_f16") == 0;
 }
 
 }  // namespace kite::cuda

@@ -1,4 +1,5 @@
-// Convolutions (2-D, and 1-D as H = 1), float32, NCHW. Two
+// Convolutions (2-D, and 1-D as H = 1), float32 or float16 (fp16 storage,
+// fp32 arithmetic: Kite's own kernels only), NCHW. Two
 // implementations, chosen per node:
 //  - cuDNN (not in lean mode): cudnnConvolutionBiasActivationForward for a
 //    bias + ReLU, else cudnnConvolutionForward followed by Kite's bias +
@@ -20,13 +21,10 @@ using kite_cuda::Act;
 namespace {
 
 std::string plan_conv_node(const NodeView& n, const PlanContext& ctx, Kernel* k, const OpNode& conv, Act act) {
-  for (size_t i = 0; i < conv.inputs.size(); ++i) {
-    if (!conv.has_input(i)) continue;
-    std::string why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32});
-    if (!why.empty()) return why;
-  }
+  bool half = false;
+  std::string why = float_storage_all(n, &half);
+  if (!why.empty()) return why;
   kite::ops::WindowGeometry g;
-  std::string why;
   if (!kite::ops::window_geometry(conv, &g, &why)) return why;
   const Shape& x = n.in_shape(0);
   const Shape& w = n.in_shape(1);
@@ -73,18 +71,21 @@ std::string plan_conv_node(const NodeView& n, const PlanContext& ctx, Kernel* k,
                                          {offsetof(ConvParams, y), tensor_operand(n.out(0))}};
     Step* st;
     if (reduction < 16 || mg < 4 || s.groups > ctx.props.max_grid_z) {
-      st = &add_launch(&own, KernelId::kite_conv_direct, p, binds, blocks_for(out_count), 1, 1, kite_cuda::kBlock);
+      st = &add_launch(&own, storage_kernel(half, KernelId::kite_conv_direct, KernelId::kite_conv_direct_f16), p,
+                       binds, blocks_for(out_count), 1, 1, kite_cuda::kBlock);
       own.how = "own direct convolution";
     } else {
       const int64_t gy = (mg + 63) / 64;
       if (gy > ctx.props.max_grid_y) return "too many output channels per group for the grid";
-      st = &add_launch(&own, KernelId::kite_conv_igemm, p, binds, static_cast<uint64_t>((columns + 63) / 64),
+      st = &add_launch(&own, storage_kernel(half, KernelId::kite_conv_igemm, KernelId::kite_conv_igemm_f16), p,
+                       binds, static_cast<uint64_t>((columns + 63) / 64),
                        static_cast<uint32_t>(gy), static_cast<uint32_t>(s.groups), 256);
       own.how = "own implicit GEMM";
     }
     if (bias) st->fixups.push_back(Fixup{static_cast<uint32_t>(offsetof(ConvParams, bias)), tensor_operand(bias)});
   }
-  const bool try_cudnn = ctx.use_cudnn && !ctx.force_own_conv && !asymmetric;
+  // float16: Kite's kernels only (the cuDNN call is float32).
+  const bool try_cudnn = ctx.use_cudnn && !ctx.force_own_conv && !asymmetric && !half;
   if (!try_cudnn || !ctx.backend) {
     // supports2, or no cuDNN: Kite's kernel (always available).
     k->steps = std::move(own.steps);

@@ -1,5 +1,7 @@
 // Data movement: copies (Reshape and friends), Transpose, Concat, Split,
-// Slice, Expand (strided copies), Gather, Pad and Resize.
+// Slice, Expand (strided copies), Gather, Pad and Resize. Copies and Gather
+// move elements of any size (float16 too); Pad and Resize have float32 and
+// float16 kernels (fp16 storage, fp32 arithmetic).
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -169,7 +171,8 @@ std::string plan_gather(const NodeView& n, const PlanContext&, Kernel* k) {
 }
 
 std::string plan_pad(const NodeView& n, const PlanContext&, Kernel* k) {
-  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32});
+  bool half = false;
+  std::string why = float_storage(n, {0}, &half);
   if (!why.empty()) return why;
   abi::PadSpec pad;
   why = abi::pad_of(n, "CUDA", &pad);
@@ -191,7 +194,7 @@ std::string plan_pad(const NodeView& n, const PlanContext&, Kernel* k) {
     p.pad_begin[d] = static_cast<int32_t>(pad.axes[d].begin);
   }
   if (total == 0) return "";
-  add_launch(k, KernelId::kite_pad, p,
+  add_launch(k, storage_kernel(half, KernelId::kite_pad, KernelId::kite_pad_f16), p,
              {{offsetof(PadParams, x), tensor_operand(n.in(0))}, {offsetof(PadParams, y), tensor_operand(n.out(0))}},
              blocks_for(total), 1, 1, kite_cuda::kBlock);
   return "";
@@ -225,10 +228,10 @@ AxisTaps axis_taps(const ops::ResizeSampling& sampling, int64_t in_len, int64_t 
 }  // namespace
 
 std::string plan_resize(const NodeView& n, const PlanContext&, Kernel* k) {
-  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32});  // the rule also admits float16
-  if (!why.empty()) return why;
   abi::InnerResize r;
-  why = abi::inner_resize_of(n, "CUDA", &r);
+  bool half = false;
+  std::string why = float_storage(n, {0}, &half);  // X and Y; roi and scales stay float32
+  if (why.empty()) why = abi::inner_resize_of(n, "CUDA", &r, true);
   if (!why.empty()) return why;
   const Shape& out = n.out_shape(0);
   const int64_t ih = r.in_h, iw = r.in_w, oh = r.out_h, ow = r.out_w;
@@ -253,7 +256,7 @@ std::string plan_resize(const NodeView& n, const PlanContext&, Kernel* k) {
   p.taps_w = w.taps;
   const int64_t total = numel(out);
   if (total == 0) return "";
-  add_launch(k, KernelId::kite_resize, p,
+  add_launch(k, storage_kernel(half, KernelId::kite_resize, KernelId::kite_resize_f16), p,
              {{offsetof(ResizeParams, x), tensor_operand(n.in(0))},
               {offsetof(ResizeParams, y), tensor_operand(n.out(0))},
               {offsetof(ResizeParams, h_offset), table_operand(0, 0)},

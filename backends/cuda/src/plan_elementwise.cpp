@@ -1,11 +1,14 @@
 // Elementwise ops: unary ops (one formula table shared with the fused
 // epilogues), broadcasting binary ops, Sum/Mean/Max/Min, BatchNormalization
 // (inference, folded into a per-channel affine), Cast and the fused GELU.
+// Unary, binary, Sum/Mean/Max/Min and GELU also run float16 nodes (fp16
+// storage, fp32 arithmetic: the _f16 kernels).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "kite/abi/device_rules.h"
+#include "kite/ops/half.h"
 #include "plan_util.h"
 
 namespace kite::cuda {
@@ -30,16 +33,24 @@ constexpr UnaryName kUnary[] = {
     {"Selu", kite_cuda::kOpSelu},       {"Clip", kite_cuda::kOpClip},       {"Gelu", kite_cuda::kOpGelu},
 };
 
-// A constant scalar input's float value (Clip's min/max).
+// A constant scalar input's float value (Clip's min/max: float32, or float16
+// in a float16 node).
 bool constant_scalar(const TensorType& t, float* out) {
-  if (!t.data || numel(t.shape) != 1 || t.dtype != KITE_DTYPE_FLOAT32) return false;
+  if (!t.data || numel(t.shape) != 1) return false;
+  if (t.dtype == KITE_DTYPE_FLOAT16) {
+    uint16_t h;
+    std::memcpy(&h, t.data, 2);
+    *out = kite::half_to_float(h);
+    return true;
+  }
+  if (t.dtype != KITE_DTYPE_FLOAT32) return false;
   std::memcpy(out, t.data, 4);
   return true;
 }
 
 // y = a (op) b over `out` with numpy broadcasting.
 std::string add_binary(Kernel* k, const kite_backend_tensor2* a, const Shape& as, const kite_backend_tensor2* b,
-                       const Shape& bs, const kite_backend_tensor2* y, const Shape& out, int32_t op) {
+                       const Shape& bs, const kite_backend_tensor2* y, const Shape& out, int32_t op, bool half) {
   using kite_cuda::BinaryParams;
   const int64_t n = numel(out);
   if (n == 0) return "";
@@ -61,7 +72,7 @@ std::string add_binary(Kernel* k, const kite_backend_tensor2* a, const Shape& as
       p.sb[i] = static_cast<int32_t>(mb[i]);
     }
   }
-  add_launch(k, KernelId::kite_binary, p,
+  add_launch(k, storage_kernel(half, KernelId::kite_binary, KernelId::kite_binary_f16), p,
              {{offsetof(BinaryParams, a), tensor_operand(a)},
               {offsetof(BinaryParams, b), tensor_operand(b)},
               {offsetof(BinaryParams, y), tensor_operand(y)}},
@@ -78,7 +89,8 @@ bool same_bytes(const kite_backend_tensor2* a, const kite_backend_tensor2* b) {
 }  // namespace
 
 std::string plan_unary(const NodeView& n, const PlanContext&, Kernel* k) {
-  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32});
+  bool half = false;
+  std::string why = float_storage_all(n, &half);  // Clip's min and max too
   if (!why.empty()) return why;
   Act act{kite_cuda::kOpIdentity, 0.0f, 0.0f};
   for (const UnaryName& u : kUnary) {
@@ -118,28 +130,26 @@ std::string plan_unary(const NodeView& n, const PlanContext&, Kernel* k) {
       (i == 1 ? act.alpha : act.beta) = v;
     }
   }
-  add_unary(k, n.in(0), n.out(0), numel(n.out_shape(0)), act);
+  add_unary(k, n.in(0), n.out(0), numel(n.out_shape(0)), act, half);
   return "";
 }
 
 std::string plan_binary(const NodeView& n, const PlanContext&, Kernel* k) {
-  for (size_t i = 0; i < 2; ++i) {
-    std::string why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32});
-    if (!why.empty()) return why;
-  }
+  bool half = false;
+  std::string why = float_storage(n, {0, 1}, &half);
+  if (!why.empty()) return why;
   const std::string& op = n.op.op;
   const int32_t code = op == "Add" ? kite_cuda::kOpAdd : op == "Sub" ? kite_cuda::kOpSub : op == "Mul" ? kite_cuda::kOpMul
                      : op == "Div" ? kite_cuda::kOpDiv : op == "Pow" ? kite_cuda::kOpPow : kite_cuda::kOpPRelu;
-  return add_binary(k, n.in(0), n.in_shape(0), n.in(1), n.in_shape(1), n.out(0), n.out_shape(0), code);
+  return add_binary(k, n.in(0), n.in_shape(0), n.in(1), n.in_shape(1), n.out(0), n.out_shape(0), code, half);
 }
 
 std::string plan_variadic(const NodeView& n, const PlanContext&, Kernel* k) {
   const size_t count = n.op.inputs.size();
   if (count == 0) return "needs at least one input";
-  for (size_t i = 0; i < count; ++i) {
-    std::string why = expect_dtype(n, i, {KITE_DTYPE_FLOAT32});
-    if (!why.empty()) return why;
-  }
+  bool half = false;
+  std::string why = float_storage_all(n, &half);
+  if (!why.empty()) return why;
   const std::string& op = n.op.op;
   const int32_t code = op == "Max" ? kite_cuda::kOpMax : op == "Min" ? kite_cuda::kOpMin : kite_cuda::kOpAdd;
   const Shape& out = n.out_shape(0);
@@ -154,13 +164,13 @@ std::string plan_variadic(const NodeView& n, const PlanContext&, Kernel* k) {
     if (n.in_shape(0) != out) return "one input of another shape than the output";
     add_copy(k, n.in(0), 0, y, 0, n.in(0)->byte_size);
   } else {
-    std::string why = add_binary(k, n.in(order[0]), n.in_shape(order[0]), n.in(order[1]), n.in_shape(order[1]), y, out, code);
+    why = add_binary(k, n.in(order[0]), n.in_shape(order[0]), n.in(order[1]), n.in_shape(order[1]), y, out, code, half);
     for (size_t i = 2; why.empty() && i < count; ++i) {
-      why = add_binary(k, y, out, n.in(order[i]), n.in_shape(order[i]), y, out, code);
+      why = add_binary(k, y, out, n.in(order[i]), n.in_shape(order[i]), y, out, code, half);
     }
     if (!why.empty()) return why;
   }
-  if (op == "Mean") add_unary(k, y, y, numel(out), Act{kite_cuda::kOpScale, 1.0f / static_cast<float>(count), 0.0f});
+  if (op == "Mean") add_unary(k, y, y, numel(out), Act{kite_cuda::kOpScale, 1.0f / static_cast<float>(count), 0.0f}, half);
   return "";
 }
 
@@ -211,8 +221,8 @@ std::string plan_cast(const NodeView& n, const PlanContext&, Kernel* k) {
   const kite_dtype from = n.op.inputs.empty() ? KITE_DTYPE_UNDEFINED : n.op.inputs[0].dtype;
   const kite_dtype to = n.outputs.empty() ? KITE_DTYPE_UNDEFINED : n.outputs[0].dtype;
   auto known = [](kite_dtype d) {
-    return d == KITE_DTYPE_FLOAT32 || d == KITE_DTYPE_INT32 || d == KITE_DTYPE_INT64 || d == KITE_DTYPE_BOOL ||
-           d == KITE_DTYPE_INT8 || d == KITE_DTYPE_UINT8;
+    return d == KITE_DTYPE_FLOAT32 || d == KITE_DTYPE_FLOAT16 || d == KITE_DTYPE_INT32 || d == KITE_DTYPE_INT64 ||
+           d == KITE_DTYPE_BOOL || d == KITE_DTYPE_INT8 || d == KITE_DTYPE_UINT8;
   };
   if (!known(from) || !known(to)) {
     return std::string("Cast from ") + kite::ops::dtype_name(from) + " to " + kite::ops::dtype_name(to) +
@@ -240,11 +250,12 @@ std::string plan_fused_gelu(const NodeView& n, const PlanContext&, Kernel* k) {
     return "pattern '" + n.pattern + "' with approximate '" + approximate + "' is not a known GELU";
   }
   if (n.op.inputs.size() != 1 || n.outputs.size() != 1) return "expects one input and one output";
-  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32});
-  if (why.empty()) why = expect_output(n, 0, KITE_DTYPE_FLOAT32, n.in_shape(0));
+  bool half = false;
+  std::string why = float_storage(n, {0}, &half);
+  if (why.empty()) why = expect_output(n, 0, half ? KITE_DTYPE_FLOAT16 : KITE_DTYPE_FLOAT32, n.in_shape(0));
   if (!why.empty()) return why;
   add_unary(k, n.in(0), n.out(0), numel(n.in_shape(0)),
-            Act{approximate == "tanh" ? kite_cuda::kOpGeluTanh : kite_cuda::kOpGelu, 0.0f, 0.0f});
+            Act{approximate == "tanh" ? kite_cuda::kOpGeluTanh : kite_cuda::kOpGelu, 0.0f, 0.0f}, half);
   return "";
 }
 

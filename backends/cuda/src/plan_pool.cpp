@@ -30,7 +30,8 @@ void add_reduce(Kernel* k, const kite_backend_tensor2* x, const kite_backend_ten
 }  // namespace
 
 std::string plan_pool(const NodeView& n, const PlanContext&, Kernel* k) {
-  std::string why = expect_dtype(n, 0, {KITE_DTYPE_FLOAT32});
+  bool half = false;  // float16: fp16 storage, fp32 arithmetic
+  std::string why = float_storage(n, {0}, &half);
   if (!why.empty()) return why;
   if (n.outputs.size() > 1 && n.outputs[1].present) return "MaxPool's Indices output is not supported";
   const Shape& x = n.in_shape(0);
@@ -63,7 +64,7 @@ std::string plan_pool(const NodeView& n, const PlanContext&, Kernel* k) {
   p.count_include_pad = static_cast<int32_t>(n.op.attr_int("count_include_pad", 0));
   const int64_t total = numel(n.out_shape(0));
   if (total == 0) return "";
-  add_launch(k, KernelId::kite_pool2d, p,
+  add_launch(k, storage_kernel(half, KernelId::kite_pool2d, KernelId::kite_pool2d_f16), p,
              {{offsetof(PoolParams, x), tensor_operand(n.in(0))}, {offsetof(PoolParams, y), tensor_operand(n.out(0))}},
              blocks_for(total), 1, 1, kite_cuda::kBlock);
   return "";

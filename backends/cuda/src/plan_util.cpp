@@ -20,6 +20,41 @@ static_assert(kite_cuda::kOpIdentity == int{kite::ops::FusedActivation::kNone} &
                   kite_cuda::kOpGeluTanh == int{kite::ops::FusedActivation::kGeluTanh},
               "kite_cuda::OpCode's activations are out of step with kite::ops::FusedActivation");
 
+std::string float_storage(const NodeView& n, const std::vector<size_t>& inputs, bool* half) {
+  *half = false;
+  bool first = true;
+  for (size_t i : inputs) {
+    if (!n.op.has_input(i)) continue;
+    if (first) {
+      *half = n.op.inputs[i].dtype == KITE_DTYPE_FLOAT16;
+      first = false;
+    }
+    const kite_dtype want = *half ? KITE_DTYPE_FLOAT16 : KITE_DTYPE_FLOAT32;
+    if (n.op.inputs[i].dtype == want) continue;
+    const kite_dtype d = n.op.inputs[i].dtype;
+    if (d == KITE_DTYPE_FLOAT16 || d == KITE_DTYPE_FLOAT32) {
+      return input_label(n, i) + " is " + kite::ops::dtype_name(d) + " in a node of " + kite::ops::dtype_name(want) +
+             " tensors (CUDA runs a node's float tensors all float32 or all float16)";
+    }
+    return expect_dtype(n, i, {want});
+  }
+  for (const kite::ops::TensorType& o : n.outputs) {
+    if (!o.present || (o.dtype != KITE_DTYPE_FLOAT16 && o.dtype != KITE_DTYPE_FLOAT32)) continue;
+    if ((o.dtype == KITE_DTYPE_FLOAT16) != *half) {
+      return "output '" + o.name + "' is " + kite::ops::dtype_name(o.dtype) + " in a node of " +
+             kite::ops::dtype_name(*half ? KITE_DTYPE_FLOAT16 : KITE_DTYPE_FLOAT32) +
+             " inputs (CUDA runs a node's float tensors all float32 or all float16)";
+    }
+  }
+  return "";
+}
+
+std::string float_storage_all(const NodeView& n, bool* half) {
+  std::vector<size_t> all(n.op.inputs.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return float_storage(n, all, half);
+}
+
 std::string parse_activation(const NodeView& n, bool optional, Act* out) {
   kite::ops::FusedActivation a;
   const std::string why = kite::ops::parse_fused_activation(n.op, n.pattern, optional, &a);
@@ -27,12 +62,13 @@ std::string parse_activation(const NodeView& n, bool optional, Act* out) {
   return why;
 }
 
-void add_unary(Kernel* k, const kite_backend_tensor2* x, const kite_backend_tensor2* y, int64_t n, Act act) {
+void add_unary(Kernel* k, const kite_backend_tensor2* x, const kite_backend_tensor2* y, int64_t n, Act act,
+               bool half) {
   using kite_cuda::UnaryParams;
   UnaryParams p{};
   p.n = static_cast<int32_t>(n);
   p.act = act;
-  add_launch(k, KernelId::kite_unary, p,
+  add_launch(k, storage_kernel(half, KernelId::kite_unary, KernelId::kite_unary_f16), p,
              {{offsetof(UnaryParams, x), tensor_operand(x)}, {offsetof(UnaryParams, y), tensor_operand(y)}},
              blocks_for(n), 1, 1, kite_cuda::kBlock);
 }
@@ -131,10 +167,12 @@ void add_own_gemm(Kernel* k, const kite_backend_tensor2* a, const kite_backend_t
                                        {offsetof(GemmParams, y), tensor_operand(y)}};
   Step* s;
   if (tiled) {
-    s = &add_launch(k, KernelId::kite_gemm_tiled, p, binds, static_cast<uint64_t>((g.N + 63) / 64),
+    s = &add_launch(k, storage_kernel(g.half, KernelId::kite_gemm_tiled, KernelId::kite_gemm_tiled_f16), p, binds,
+                    static_cast<uint64_t>((g.N + 63) / 64),
                     static_cast<uint32_t>((g.M + 63) / 64), static_cast<uint32_t>(batches), 256);
   } else {
-    s = &add_launch(k, KernelId::kite_gemm_simple, p, binds, blocks_for(g.M * g.N * batches), 1, 1, kite_cuda::kBlock);
+    s = &add_launch(k, storage_kernel(g.half, KernelId::kite_gemm_simple, KernelId::kite_gemm_simple_f16), p, binds,
+                    blocks_for(g.M * g.N * batches), 1, 1, kite_cuda::kBlock);
   }
   if (bias) s->fixups.push_back(Fixup{static_cast<uint32_t>(offsetof(GemmParams, bias)), tensor_operand(bias)});
 }

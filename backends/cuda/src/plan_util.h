@@ -25,14 +25,30 @@ inline std::string reduce_axes_of(const NodeView& n, std::vector<int64_t>* axes)
   return abi::reduce_axes_of(n, axes, "CUDA");
 }
 
+// fp16 storage, fp32 arithmetic: a node whose float ("T") tensors are all
+// float16 runs on the _f16 twins of Kite's kernels (kernels/kernel_list.h),
+// which read halves, compute in float and round the result to half (ties to
+// even). The library paths (cuDNN, cuBLASLt) stay float32: float16 nodes
+// always get Kite's own kernels.
+//
+// The storage of the node's float tensors: the present inputs `inputs` and
+// every float output, all float32 (*half false) or all float16 (*half true).
+// An input of another dtype, or float16 mixed with float32, is why not.
+std::string float_storage(const NodeView& n, const std::vector<size_t>& inputs, bool* half);
+// float_storage over every input.
+std::string float_storage_all(const NodeView& n, bool* half);
+// The kernel for the storage: the float32 kernel or its _f16 twin.
+inline KernelId storage_kernel(bool half, KernelId f32, KernelId f16) { return half ? f16 : f32; }
+
 // The fused node's activation (attributes activation, activation_alpha,
 // activation_beta); the pattern must end with "+<activation>".
 // optional: absent means none.
 std::string parse_activation(const NodeView& n, bool optional, kite_cuda::Act* out);
 
 // Launch helpers.
+// half: float16 storage (kite_unary_f16).
 void add_unary(Kernel* k, const kite_backend_tensor2* x, const kite_backend_tensor2* y, int64_t n,
-               kite_cuda::Act act);
+               kite_cuda::Act act, bool half);
 // y[i] = act(y[i] + bias[(i / inner) % channels]) in place (bias may be null).
 void add_bias_act(Kernel* k, const kite_backend_tensor2* y, const kite_backend_tensor2* bias, int64_t n,
                   int64_t channels, int64_t inner, kite_cuda::Act act);
@@ -54,6 +70,7 @@ struct GemmDesc {
   int64_t sbias1 = 0, sbias2 = 0, sbias_m = 0, sbias_n = 0;
   float alpha = 1.0f, beta = 1.0f;
   kite_cuda::Act act{kite_cuda::kOpIdentity, 0.0f, 0.0f};
+  bool half = false;  // float16 storage: the _f16 kernels
 };
 void add_own_gemm(Kernel* k, const kite_backend_tensor2* a, const kite_backend_tensor2* b,
                   const kite_backend_tensor2* bias, const kite_backend_tensor2* y, const GemmDesc& g);

@@ -23,10 +23,16 @@ struct VulkanPlugin {
   using Segment = vk::Segment;
   using Buffer = vk::Buffer;
   static std::string check_tables() { return kernels().check(); }
-  static std::string unsupported(Backend& backend, const kite_backend_node2& node) {
+  // Taken on half shaders: the note of kite/backend.h, worded as the CPU
+  // backend's.
+  static std::string unsupported(Backend& backend, const kite_backend_node2& node, std::string* note) {
     Kernel scratch;
     std::string label;
-    return backend.plan(node, &scratch, &label);
+    const std::string why = backend.plan(node, &scratch, &label);
+    for (const Dispatch& d : scratch.dispatches) {
+      if (reads_halves(d.shader)) *note = "fp16 storage, fp32 arithmetic";
+    }
+    return why;
   }
 };
 using Plugin = abi::DevicePlugin<VulkanPlugin>;

@@ -4,9 +4,11 @@
 // Resize shaders. Element sizes of 4 and 8 bytes (float32, int32, int64).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels.h"
 #include "kite/abi/device_rules.h"
+#include "kite/ops/half.h"
 #include "kite/ops/resolve.h"
 
 namespace kite::vk {
@@ -255,7 +257,13 @@ std::string plan_pad(const NodeView& n, const PlanContext& ctx, Kernel* k) {
   why = abi::pad_of(n, "Vulkan", &pad);
   if (!why.empty()) return why;
   const uint32_t mode_code = pad.mode == kite::ops::PadMode::kConstant ? 0 : pad.mode == kite::ops::PadMode::kReflect ? 1 : 2;
-  const uint32_t value = pad.value_bits;
+  // The rule gives float32 bits; a float16 input's shader stores half bits.
+  uint32_t value = pad.value_bits;
+  if (n.op.inputs[0].dtype == KITE_DTYPE_FLOAT16) {
+    float f;
+    std::memcpy(&f, &value, 4);
+    value = kite::float_to_half(f);
+  }
   Shape begin(static_cast<size_t>(r), 0);
   for (size_t d = 0; d < in.size(); ++d) begin[d] = pad.axes[d].begin;
   const int64_t total = numel(out);
@@ -331,7 +339,8 @@ int axis_table(const ops::ResizeSampling& sampling, int64_t in_len, int64_t out_
 
 std::string plan_resize(const NodeView& n, const PlanContext& ctx, Kernel* k) {
   abi::InnerResize r;
-  const std::string why = abi::inner_resize_of(n, "Vulkan", &r);
+  // float16 X: Backend::plan has checked the node's float tensors.
+  const std::string why = abi::inner_resize_of(n, "Vulkan", &r, true);
   if (!why.empty()) return why;
   const Shape& in = n.in_shape(0);
   const Shape& out = n.out_shape(0);

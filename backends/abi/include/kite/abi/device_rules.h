@@ -37,8 +37,10 @@ struct InnerResize {
 // "" and *out, or why `backend` ("Vulkan") cannot run the node. Scales
 // (input 2) must be a constant; without them the declared output gives
 // the sizes. The per-axis sizes and scales come from the op rule
-// (kite::ops::resolve_resize), as on the CPU backend.
-std::string inner_resize_of(const NodeView& n, const char* backend, InnerResize* out);
+// (kite::ops::resolve_resize), as on the CPU backend. X is float32, or also
+// float16 when `float16` (a backend with fp16-storage kernels); roi and
+// scales stay float32.
+std::string inner_resize_of(const NodeView& n, const char* backend, InnerResize* out, bool float16 = false);
 
 // The fused Attention as the device kernels run it: the op rule
 // (kite::ops::attention_shapes), float32 inputs and output, and
@@ -66,19 +68,18 @@ std::string slice_of(const NodeView& n, const char* backend, std::vector<kite::o
 std::string check_skip_layer_norm(const NodeView& n, const char* backend);
 
 // A Pad node resolved for a device kernel: the mode, one PadAxis per input
-// dimension (crop always 0) and the constant's bits in the input's dtype
-// (a float16 input's half in the low 16 bits).
+// dimension (crop always 0) and the constant's 4 bytes.
 struct PadSpec {
   kite::ops::PadMode mode = kite::ops::PadMode::kConstant;
   std::vector<kite::ops::PadAxis> axes;
   uint32_t value_bits = 0;
 };
 
-// Reads a Pad node of a 4-byte dtype or float16: mode (constant, reflect or edge: the
-// device kernels have no wrap), pads (input 1, a constant, or the
+// Reads a Pad node of a 4-byte dtype or float16: mode (constant, reflect or
+// edge: the device kernels have no wrap), pads (input 1, a constant, or the
 // attribute), constant_value (input 2 when present and not empty: a
-// constant with one element of the input's dtype; else the float attribute
-// 'value', 0 by default) and axes (input 3, a constant, or every axis), and
+// constant with one element of the input's dtype, a float16 one widened to
+// float32 bits; else the float attribute 'value', 0 by default) and axes (input 3, a constant, or every axis), and
 // resolves them with the op rule's resolve_pad. Negative pads (cropping)
 // are refused: the device kernels only add elements. "" or why `backend`
 // cannot run the node.

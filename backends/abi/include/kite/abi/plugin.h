@@ -78,9 +78,6 @@ kite_status guarded(char* err, size_t err_size, const char* what, F body) {
       [&](kite_status code, const std::string& message) { return fail(err, err_size, code, message); });
 }
 
-// True if any present input or output of node has dtype float16.
-bool has_float16(const kite_backend_node2& node);
-
 // For supports2: 1 when why_not() gives "", else 0 with its reason written
 // to `reason`. An exception declines with "out of memory" (bad_alloc) or
 // "internal error".
@@ -105,7 +102,9 @@ int supported(char* reason, size_t reason_size, F why_not) {
 //     using Device = ...; using Backend = ...; using Kernel = ...;
 //     using Segment = ...; using Buffer = ...;   // Buffer: kite_backend_buffer_s
 //     static std::string check_tables();          // "" or what is wrong
-//     static std::string unsupported(Backend&, const kite_backend_node2&);  // "" when taken
+//     // "" when taken, then *note may say how (kite/backend.h, supports2:
+//     // "fp16 storage, fp32 arithmetic" for a float16 node on half kernels).
+//     static std::string unsupported(Backend&, const kite_backend_node2&, std::string* note);
 //   };
 //
 // Device::open(options, &message) returns a new Device or NULL; Backend is
@@ -193,10 +192,9 @@ struct DevicePlugin {
       write_message(reason, reason_size, "backend or node is NULL");
       return 0;
     }
-    const int ok = supported(reason, reason_size, [&] { return P::unsupported(*as_backend(backend), *node); });
-    // Taken with float16 tensors: the device kernels read and write halves
-    // and compute in float32; the placement says so (kite/backend.h).
-    if (ok && has_float16(*node)) write_message(reason, reason_size, "fp16 storage, fp32 arithmetic");
+    std::string note;
+    const int ok = supported(reason, reason_size, [&] { return P::unsupported(*as_backend(backend), *node, &note); });
+    if (ok && !note.empty()) write_message(reason, reason_size, note);
     return ok;
   }
 
