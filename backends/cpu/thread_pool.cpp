@@ -2,14 +2,46 @@
 
 #include <algorithm>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace kite::cpu {
+
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+// Spins until done() or kSpin has passed; true if done() became true.
+template <typename F>
+bool spin_until(F done) {
+  const auto deadline = std::chrono::steady_clock::now() + ThreadPool::kSpin;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
+
+constexpr uint32_t generation_of(uint64_t state) { return static_cast<uint32_t>(state >> 32); }
+constexpr uint32_t chunk_of(uint64_t state) { return static_cast<uint32_t>(state); }
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 1;
   workers_.reserve(static_cast<size_t>(threads - 1));
   try {
-    for (int i = 0; i < threads - 1; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+    for (int i = 0; i < threads - 1; ++i) workers_.emplace_back([this] { worker_loop(); });
   } catch (...) {
     // No destructor runs for a constructor that throws: stop and join the
     // workers started so far (a joinable std::thread would terminate).
@@ -21,7 +53,7 @@ ThreadPool::ThreadPool(int threads) {
 void ThreadPool::shutdown() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    stop_.store(true);
   }
   work_cv_.notify_all();
   for (std::thread& t : workers_) {
@@ -39,8 +71,7 @@ void ThreadPool::run_chunks(int64_t n, int64_t min_chunk, void* ctx, Trampoline 
     fn(ctx, 0, n);
     return;
   }
-  // A few chunks per thread balance uneven work; chunks are claimed in order
-  // under the mutex, which is cheap at this granularity.
+  // A few chunks per thread balance uneven work.
   const int64_t target_chunks = threads * 4;
   const int64_t chunk = std::max(min_chunk, (n + target_chunks - 1) / target_chunks);
   const int64_t chunks = (n + chunk - 1) / chunk;
@@ -49,51 +80,70 @@ void ThreadPool::run_chunks(int64_t n, int64_t min_chunk, void* ctx, Trampoline 
     return;
   }
 
-  std::unique_lock<std::mutex> lock(mutex_);
-  job_ctx_ = ctx;
-  job_fn_ = fn;
-  job_n_ = n;
-  job_chunk_ = chunk;
-  job_chunks_ = chunks;
-  next_chunk_ = 0;
-  chunks_done_ = 0;
-  ++generation_;
-  lock.unlock();
+  // Publish: the fields, then the new generation with chunk 0 (release).
+  // The previous job is finished (every chunk claimed and done), so no
+  // claimer can succeed in it any more.
+  job_ctx_.store(ctx, std::memory_order_relaxed);
+  job_fn_.store(fn, std::memory_order_relaxed);
+  job_n_.store(n, std::memory_order_relaxed);
+  job_chunk_.store(chunk, std::memory_order_relaxed);
+  job_chunks_.store(chunks, std::memory_order_relaxed);
+  chunks_done_.store(0, std::memory_order_relaxed);
+  const uint32_t generation = generation_of(state_.load(std::memory_order_relaxed)) + 1;
+  state_.store(static_cast<uint64_t>(generation) << 32, std::memory_order_release);
+  // Sleeping workers check state_ under the mutex before they wait: taking
+  // it here orders this publication before their check or their wait.
+  { std::lock_guard<std::mutex> lock(mutex_); }
   work_cv_.notify_all();
 
   // The caller works too, then waits for the chunks that workers hold.
-  lock.lock();
-  claim_chunks(lock);
-  done_cv_.wait(lock, [this] { return chunks_done_ == job_chunks_; });
-  job_ctx_ = nullptr;
-  job_fn_ = nullptr;
-  job_chunks_ = 0;
-  next_chunk_ = 0;
-}
-
-void ThreadPool::claim_chunks(std::unique_lock<std::mutex>& lock) {
-  // The job's fields stay fixed until every chunk is done, and this thread
-  // holds one of them until it reports back.
-  void* const ctx = job_ctx_;
-  const Trampoline fn = job_fn_;
-  const int64_t n = job_n_, chunk = job_chunk_;
-  while (next_chunk_ < job_chunks_) {
-    const int64_t c = next_chunk_++;
-    lock.unlock();
-    const int64_t begin = c * chunk;
-    fn(ctx, begin, std::min(n, begin + chunk));
-    lock.lock();
-    // The caller waits for the last chunk (it may be the one finishing it).
-    if (++chunks_done_ == job_chunks_) done_cv_.notify_one();
+  claim_chunks(generation);
+  auto finished = [&] { return chunks_done_.load(std::memory_order_acquire) == chunks; };
+  if (!spin_until(finished)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_cv_.wait(lock, finished);
   }
 }
 
-void ThreadPool::worker_loop(int /*index*/) {
-  std::unique_lock<std::mutex> lock(mutex_);
+void ThreadPool::claim_chunks(uint32_t generation) {
+  uint64_t s = state_.load(std::memory_order_acquire);
   for (;;) {
-    work_cv_.wait(lock, [this] { return stop_ || next_chunk_ < job_chunks_; });
-    if (stop_) return;
-    claim_chunks(lock);
+    if (generation_of(s) != generation) return;
+    const int64_t chunks = job_chunks_.load(std::memory_order_relaxed);
+    const int64_t c = chunk_of(s);
+    if (c >= chunks) return;
+    void* const ctx = job_ctx_.load(std::memory_order_relaxed);
+    const Trampoline fn = job_fn_.load(std::memory_order_relaxed);
+    const int64_t n = job_n_.load(std::memory_order_relaxed);
+    const int64_t chunk = job_chunk_.load(std::memory_order_relaxed);
+    // Succeeds only if no other thread claimed meanwhile and the job is
+    // still `generation`: then the fields read above are that job's.
+    if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    const int64_t begin = c * chunk;
+    fn(ctx, begin, std::min(n, begin + chunk));
+    if (chunks_done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+      // The caller may be asleep: it checks chunks_done_ under the mutex.
+      { std::lock_guard<std::mutex> lock(mutex_); }
+      done_cv_.notify_one();
+    }
+    s = state_.load(std::memory_order_acquire);
+  }
+}
+
+void ThreadPool::worker_loop() {
+  uint32_t seen = 0;
+  for (;;) {
+    auto ready = [&] {
+      return stop_.load(std::memory_order_acquire) ||
+             generation_of(state_.load(std::memory_order_acquire)) != seen;
+    };
+    if (!spin_until(ready)) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      work_cv_.wait(lock, ready);
+    }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_of(state_.load(std::memory_order_acquire));
+    claim_chunks(seen);
   }
 }
 
