@@ -33,6 +33,8 @@ bool spin_until(F done) {
 
 constexpr uint32_t generation_of(uint64_t state) { return static_cast<uint32_t>(state >> 32); }
 constexpr uint32_t chunk_of(uint64_t state) { return static_cast<uint32_t>(state); }
+// The chunk index of a closed (odd) generation: past any job's chunks.
+constexpr uint64_t kNoChunk = 0xffffffffu;
 
 }  // namespace
 
@@ -80,16 +82,24 @@ void ThreadPool::run_chunks(int64_t n, int64_t min_chunk, void* ctx, Trampoline 
     return;
   }
 
-  // Publish: the fields, then the new generation with chunk 0 (release).
-  // The previous job is finished (every chunk claimed and done), so no
-  // claimer can succeed in it any more.
+  // Publish as a seqlock does. First an odd generation (closed: nothing to
+  // claim), so that a claimer late from the previous job, which may read
+  // the fields written next, fails its compare-and-swap: without it, such
+  // a claimer could read this job's larger chunk count, still find the old
+  // generation in state_, and claim a chunk past the old job's end with
+  // whatever fields it read (a worker ran a finished job's lambda on a
+  // dead stack frame that way). Then the fields, then the next, even,
+  // generation with chunk 0 (release): open.
+  const uint32_t closed = generation_of(state_.load(std::memory_order_relaxed)) + 1;
+  state_.store(static_cast<uint64_t>(closed) << 32 | kNoChunk, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
   job_ctx_.store(ctx, std::memory_order_relaxed);
   job_fn_.store(fn, std::memory_order_relaxed);
   job_n_.store(n, std::memory_order_relaxed);
   job_chunk_.store(chunk, std::memory_order_relaxed);
   job_chunks_.store(chunks, std::memory_order_relaxed);
   chunks_done_.store(0, std::memory_order_relaxed);
-  const uint32_t generation = generation_of(state_.load(std::memory_order_relaxed)) + 1;
+  const uint32_t generation = closed + 1;
   state_.store(static_cast<uint64_t>(generation) << 32, std::memory_order_release);
   // Sleeping workers check state_ under the mutex before they wait: taking
   // it here orders this publication before their check or their wait.
@@ -116,6 +126,9 @@ void ThreadPool::claim_chunks(uint32_t generation) {
     const Trampoline fn = job_fn_.load(std::memory_order_relaxed);
     const int64_t n = job_n_.load(std::memory_order_relaxed);
     const int64_t chunk = job_chunk_.load(std::memory_order_relaxed);
+    // Pairs with the publisher's release fence: if a field above came from
+    // a later job, its closing store is visible to the CAS, which fails.
+    std::atomic_thread_fence(std::memory_order_acquire);
     // Succeeds only if no other thread claimed meanwhile and the job is
     // still `generation`: then the fields read above are that job's.
     if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
@@ -133,9 +146,12 @@ void ThreadPool::claim_chunks(uint32_t generation) {
 void ThreadPool::worker_loop() {
   uint32_t seen = 0;
   for (;;) {
+    // An even generation other than the last one seen: a job is open (odd
+    // ones are being published).
     auto ready = [&] {
-      return stop_.load(std::memory_order_acquire) ||
-             generation_of(state_.load(std::memory_order_acquire)) != seen;
+      if (stop_.load(std::memory_order_acquire)) return true;
+      const uint32_t g = generation_of(state_.load(std::memory_order_acquire));
+      return g != seen && g % 2 == 0;
     };
     if (!spin_until(ready)) {
       std::unique_lock<std::mutex> lock(mutex_);
@@ -143,7 +159,7 @@ void ThreadPool::worker_loop() {
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = generation_of(state_.load(std::memory_order_acquire));
-    claim_chunks(seen);
+    if (seen % 2 == 0) claim_chunks(seen);  // odd: the next job is being published
   }
 }
 

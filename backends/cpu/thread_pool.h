@@ -7,8 +7,10 @@
 // little serial work between them, and waking a sleeping thread costs tens
 // of microseconds (a futex wake, more under a hypervisor), which on a small
 // layer is longer than the layer. Chunks are claimed with one atomic
-// compare-and-swap on (job generation, next chunk), so a worker still busy
-// with an old job can never claim a chunk of the next one.
+// compare-and-swap on (job generation, next chunk), and a job is published
+// as a seqlock (an odd generation while its fields are written), so a worker
+// still busy with an old job can never claim a chunk of the next one or a
+// chunk past the old one's end.
 #pragma once
 
 #include <atomic>

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -720,6 +721,29 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
         });
         EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), n) << threads << " " << n;
       }
+    }
+  }
+}
+
+// Jobs back to back whose chunk counts go up and down, each over a fresh
+// stack frame: a worker late from one job must never run a chunk of it after
+// the caller returned, nor a chunk past its end (the job's lambda would then
+// read a dead frame). Every index of every job is covered exactly once.
+TEST(ThreadPool, BackToBackJobsOfChangingSizes) {
+  for (int threads : {2, 3}) {
+    kite::cpu::ThreadPool pool(threads);
+    const int64_t sizes[] = {2, 64, 3, 17, 8, 1, 40};
+    for (int job = 0; job < 100000; ++job) {
+      const int64_t n = sizes[job % 7];
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      const int expected_job = job;
+      std::atomic<int> bad{0};
+      pool.parallel_for(n, 1, [&](int64_t b, int64_t e) {
+        if (expected_job != job || b < 0 || e > n || b >= e) bad.fetch_add(1);
+        for (int64_t i = b; i < e && i < n; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+      });
+      ASSERT_EQ(bad.load(), 0) << "job " << job;
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "job " << job << " index " << i;
     }
   }
 }
