@@ -74,6 +74,35 @@ std::string expect_constant(const NodeView& n, size_t i, const char* what, const
   return "";
 }
 
+std::string float_storage(const NodeView& n, const std::vector<size_t>& inputs, const char* backend, bool* half) {
+  *half = false;
+  bool first = true;
+  for (size_t i : inputs) {
+    if (!n.op.has_input(i)) continue;
+    if (first) {
+      *half = n.op.inputs[i].dtype == KITE_DTYPE_FLOAT16;
+      first = false;
+    }
+    const kite_dtype want = *half ? KITE_DTYPE_FLOAT16 : KITE_DTYPE_FLOAT32;
+    if (n.op.inputs[i].dtype == want) continue;
+    const kite_dtype d = n.op.inputs[i].dtype;
+    if (d == KITE_DTYPE_FLOAT16 || d == KITE_DTYPE_FLOAT32) {
+      return input_label(n, i) + " is " + kite::ops::dtype_name(d) + " in a node of " + kite::ops::dtype_name(want) +
+             " tensors (" + backend + " runs a node's float tensors all float32 or all float16)";
+    }
+    return expect_dtype(n, i, {want}, backend);
+  }
+  for (const kite::ops::TensorType& o : n.outputs) {
+    if (!o.present || (o.dtype != KITE_DTYPE_FLOAT16 && o.dtype != KITE_DTYPE_FLOAT32)) continue;
+    if ((o.dtype == KITE_DTYPE_FLOAT16) != *half) {
+      return "output '" + o.name + "' is " + kite::ops::dtype_name(o.dtype) + " in a node of " +
+             kite::ops::dtype_name(*half ? KITE_DTYPE_FLOAT16 : KITE_DTYPE_FLOAT32) +
+             " inputs (" + backend + " runs a node's float tensors all float32 or all float16)";
+    }
+  }
+  return "";
+}
+
 std::vector<int64_t> constant_ints(const kite::ops::TensorType& t) {
   std::vector<int64_t> v;
   if (!t.data) return v;

@@ -31,33 +31,20 @@ std::string expect_dtype(const NodeView& n, size_t i, std::initializer_list<kite
 
 std::string float_dtypes(const NodeView& n, const PlanContext& ctx, bool* half,
                          std::initializer_list<size_t> skip) {
-  const kite::ops::TensorType* f32 = nullptr;
-  const kite::ops::TensorType* f16 = nullptr;
-  std::string f32_name, f16_name;
-  auto look = [&](const kite::ops::TensorType& t, const std::string& name) {
-    if (t.dtype == KITE_DTYPE_FLOAT32 && !f32) {
-      f32 = &t;
-      f32_name = name;
-    }
-    if (t.dtype == KITE_DTYPE_FLOAT16 && !f16) {
-      f16 = &t;
-      f16_name = name;
-    }
-  };
+  // The float inputs (integer ones, indices and shapes, are the plan
+  // functions' to check), then the rule the device backends share.
+  std::vector<size_t> inputs;
   for (size_t i = 0; i < n.op.inputs.size(); ++i) {
-    if (!n.op.has_input(i) || std::find(skip.begin(), skip.end(), i) != skip.end()) continue;
-    look(n.op.inputs[i], input_label(n, i));
+    const kite_dtype d = n.op.inputs[i].dtype;
+    if (std::find(skip.begin(), skip.end(), i) == skip.end() &&
+        (d == KITE_DTYPE_FLOAT32 || d == KITE_DTYPE_FLOAT16)) {
+      inputs.push_back(i);
+    }
   }
-  for (size_t i = 0; i < n.outputs.size(); ++i) {
-    if (n.outputs[i].present) look(n.outputs[i], "output " + std::to_string(i));
-  }
-  *half = f16 != nullptr;
-  if (f16 && f32) {
-    return f16_name + " is float16 but " + f32_name +
-           " is float32: the Vulkan kernels take nodes whose float tensors are all float32 or all float16";
-  }
-  if (f16 && !ctx.physical.storage_16bit) {
-    return f16_name + " is float16 and the device has no 16-bit storage buffers (storageBuffer16BitAccess)";
+  const std::string why = abi::float_storage(n, inputs, "Vulkan", half);
+  if (!why.empty()) return why;
+  if (*half && !ctx.physical.storage_16bit) {
+    return "float16 tensors need 16-bit storage buffers (storageBuffer16BitAccess), which the device lacks";
   }
   return "";
 }

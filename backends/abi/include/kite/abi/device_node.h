@@ -51,6 +51,11 @@ std::string input_label(const NodeView& n, size_t i);  // "input 1 'w'"
 std::string expect_dtype(const NodeView& n, size_t i, std::initializer_list<kite_dtype> dtypes, const char* backend);
 // "" when input i is a constant whose host bytes are readable.
 std::string expect_constant(const NodeView& n, size_t i, const char* what, const char* backend);
+// fp16 storage: the storage of the node's float tensors, the present inputs
+// `inputs` and every float output, all float32 (*half false) or all float16
+// (*half true). An input of another dtype, or float16 mixed with float32,
+// is why not.
+std::string float_storage(const NodeView& n, const std::vector<size_t>& inputs, const char* backend, bool* half);
 // A constant int32/int64 input's values (empty when it has no host bytes).
 std::vector<int64_t> constant_ints(const kite::ops::TensorType& t);
 // A reduction's axes: input 1 (opset 18; it must be a constant) or else the
