@@ -771,8 +771,13 @@ int run(const Options& opt) {
     if (int rc = make_output_dir(opt.output_dir); rc != kExitOk) return rc;
   }
 
+  // Load to ready session, timed (--json load_ms): the model (map and
+  // verify) and the session (place, prepare: weight packing when the file
+  // has no packed forms).
+  const auto load_start = std::chrono::steady_clock::now();
   kite_model* raw_model = nullptr;
   kite_status st = kite_model_load_file(opt.model_path.c_str(), &raw_model);
+  const auto model_ready = std::chrono::steady_clock::now();
   if (st != KITE_OK) return kite_error(st, "kite_model_load_file");
   ModelPtr model(raw_model);
 
@@ -812,9 +817,20 @@ int run(const Options& opt) {
   if (st != KITE_OK) return kite_error(st, "kite_session_options_set_profiling");
 
   kite_session* raw_session = nullptr;
+  const auto session_start = std::chrono::steady_clock::now();
   st = kite_session_create(model.get(), options.get(), &raw_session);
   if (st != KITE_OK) return kite_error(st, "kite_session_create");
   SessionPtr session(raw_session);
+  const auto session_ready = std::chrono::steady_clock::now();
+  auto ms = [](std::chrono::steady_clock::duration d) {
+    return std::chrono::duration<double, std::milli>(d).count();
+  };
+  const double model_ms = ms(model_ready - load_start);
+  const double session_ms = ms(session_ready - session_start);
+  if (!opt.quiet) {
+    std::printf("load: %.2f ms to a ready session (model %.2f ms, session %.2f ms)\n", model_ms + session_ms,
+                model_ms, session_ms);
+  }
 
   JsonReport json;
   json.latency = "null";
@@ -872,10 +888,12 @@ int run(const Options& opt) {
     std::fprintf(f,
                  "\n  \"model\": %s,\n  \"segments_per_run\": %d,\n  \"transfers_per_run\": %d,\n"
                  "  \"uploads_per_run\": %d,\n  \"downloads_per_run\": %d,\n  \"syncs_per_run\": %d,\n"
+                 "  \"load_ms\": {\"model\": %.3f, \"session\": %.3f},\n"
                  "  \"latency_ms\": %s,\n  \"backends\": [%s\n  ],\n  \"notes\": [%s],\n"
                  "  \"placement\": [%s\n  ],\n  \"profile\": %s\n}\n",
                  json_string(opt.model_path.c_str()).c_str(), json.segments, json.transfers, json.uploads,
-                 json.downloads, json.syncs, json.latency.c_str(), json.backends.c_str(), json.notes.c_str(),
+                 json.downloads, json.syncs, model_ms, session_ms, json.latency.c_str(), json.backends.c_str(),
+                 json.notes.c_str(),
                  json.placement.c_str(), json.profile.c_str());
     if (std::fclose(f) != 0) {
       std::fprintf(stderr, "kite-run: cannot write '%s'\n", opt.json_path.c_str());

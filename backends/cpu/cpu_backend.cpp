@@ -20,6 +20,7 @@
 #include "half_bridge.h"
 #include "kernel.h"
 #include "kernels/fused_kernels.h"
+#include "kernels/weight_pack.h"
 #include "kite/abi/node.h"
 #include "kite/abi/plugin.h"
 #include "kite/ops/op_node.h"
@@ -113,6 +114,47 @@ std::string check_tensor_memory(const kite_backend_tensor* t, const char* kind) 
   }
   if (bytes > 0 && !t->data) return std::string(kind) + " '" + name + "' has no data";
   return "";
+}
+
+// The file's packed weight forms (kite_backend_tensor2::packed, format 1.1)
+// of a node's tensors, reached through the node's v1 view, which the
+// kernels read (a fused kernel's sub-node shares the view's tensors).
+class ViewPackedForms : public PackedForms {
+ public:
+  explicit ViewPackedForms(const kite::abi::V1Node& view) : view_(view) {}
+  const void* find(const kite_backend_tensor* t, const std::string& key, uint64_t* bytes) const override {
+    return find_form(view_.source_of(t), key, bytes);
+  }
+  static const void* find_form(const kite_backend_tensor2* src, const std::string& key, uint64_t* bytes) {
+    if (src == nullptr || src->struct_size < offsetof(kite_backend_tensor2, packed) + sizeof(src->packed) ||
+        src->num_packed <= 0 || src->packed == nullptr) {
+      return nullptr;
+    }
+    for (int32_t i = 0; i < src->num_packed; ++i) {
+      const kite_backend_packed_form& f = src->packed[i];
+      if (f.key != nullptr && f.data != nullptr && key == f.key) {
+        if (bytes) *bytes = f.byte_size;
+        return f.data;
+      }
+    }
+    return nullptr;
+  }
+
+ private:
+  const kite::abi::V1Node& view_;
+};
+
+// For the placement: which of the node's weights the kernel will pack at
+// load because the file carries no form for this ISA level ("" when none).
+std::string packed_at_load_note(const kite_backend_node2& node, const kite::ops::OpNode& op) {
+  std::string missing;
+  for (const weight_pack::Layout& l : weight_pack::layouts(op)) {
+    const kite_backend_tensor2* t = l.input < node.num_inputs ? node.inputs[l.input] : nullptr;
+    const std::string key = weight_pack::key(weight_pack::host_isa(), l.name);
+    if (t == nullptr || ViewPackedForms::find_form(t, key, nullptr) != nullptr) continue;
+    missing += (missing.empty() ? "" : ", ") + key;
+  }
+  return missing.empty() ? "" : "weights packed at load (the file has no " + missing + ")";
 }
 
 // ---- devices ------------------------------------------------------------------
@@ -230,6 +272,7 @@ int cpu_supports2(void* backend, const kite_backend_node2* node, char* reason, s
     return 0;
   }
   bool bridged = false;
+  std::string pack_note;
   const int ok = kite::abi::supported(reason, reason_size, [&]() -> std::string {
     const Backend* b = static_cast<const Backend*>(backend);
     if (b && !b->options.fused && node->fused_pattern && node->fused_pattern[0] != '\0') {
@@ -246,10 +289,12 @@ int cpu_supports2(void* backend, const kite_backend_node2* node, char* reason, s
       bridged = true;
       return std::string();
     }
+    if (why.empty()) pack_note = packed_at_load_note(*node, accepted.op);
     return why;
   });
   // Taken: say how, for the node's placement (kite/backend.h, supports2).
   if (ok && bridged) write_message(reason, reason_size, "fp16 storage, fp32 arithmetic");
+  if (ok && !pack_note.empty()) write_message(reason, reason_size, pack_note.c_str());
   return ok;
 }
 
@@ -322,12 +367,17 @@ kite_status cpu_prepare2(void* backend, const kite_backend_node2* node2, void** 
     }
     KernelArgs args{node, &op, b->pool.size()};
     args.workspace = &b->workspace;
+    const ViewPackedForms forms(prepared->view);
+    args.packed = &forms;
+    PackStats pack_stats;
+    args.pack_stats = &pack_stats;
     std::string prepare_err;
     const PrepareFn prepare = accepted.fused ? accepted.fused->prepare : accepted.primitive->prepare;
     prepared->kernel = prepare(args, &prepare_err);
     if (!prepared->kernel) {
       if (prepare_err.empty()) prepare_err = op.label() + ": the CPU kernel cannot run it";
-      return fail(err, err_size, KITE_ERROR_UNSUPPORTED, prepare_err);
+      return fail(err, err_size, pack_stats.malformed ? KITE_ERROR_INVALID_MODEL : KITE_ERROR_UNSUPPORTED,
+                  prepare_err);
     }
     if (bridge) prepared->kernel = bridge_kernel(std::move(bridge), std::move(prepared->kernel));
     *out_kernel = prepared.release();

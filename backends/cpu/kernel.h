@@ -75,6 +75,25 @@ class Workspace {
   size_t bound_floats_ = 0;
 };
 
+// The pre-packed forms of a node's constants that the model file carries
+// (format 1.1; kernels/weight_pack.h). The backend implements it over the
+// ABI's kite_backend_tensor2::packed; the tensor is one of the node's (or a
+// fused kernel's sub-node's, which shares them).
+class PackedForms {
+ public:
+  virtual ~PackedForms() = default;
+  // Tensor t's form under key, or null; *bytes gets its size.
+  virtual const void* find(const kite_backend_tensor* t, const std::string& key,
+                           uint64_t* bytes) const = 0;
+};
+
+// How a node's packed weights were obtained (weight_pack::acquire counts).
+struct PackStats {
+  int from_file = 0;    // used in place from the file's mapping
+  int at_prepare = 0;   // packed into memory of the kernel's own
+  bool malformed = false;  // a form of the wrong size: the file is invalid
+};
+
 // What prepare gets: the ABI node (data pointers, valid until release) and
 // the same node as a kite::ops::OpNode (names, shapes, attributes).
 struct KernelArgs {
@@ -84,6 +103,10 @@ struct KernelArgs {
   // The backend's shared scratch; null when a kernel is built outside a
   // backend instance (inside a fused kernel): it then keeps its own.
   Workspace* workspace = nullptr;
+  // The file's packed weight forms (null: none, e.g. a kernel built in a
+  // test) and where to count how weights were packed (may be null).
+  const PackedForms* packed = nullptr;
+  PackStats* pack_stats = nullptr;
 
   void* input_data(int i) const { return node->inputs[i] ? node->inputs[i]->data : nullptr; }
   void* output_data(int i) const { return node->outputs[i]->data; }

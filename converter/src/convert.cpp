@@ -1,6 +1,7 @@
 #include "kite/converter/convert.h"
 
 #include "src/const_eval.h"
+#include "src/pack_weights.h"
 #include "src/infer_shapes.h"
 #include "memory/budget.h"
 #include "memory/planner.h"
@@ -73,6 +74,23 @@ bool convert_onnx_file(const std::string& onnx_path, const ConvertOptions& optio
   if (!kite::memory::plan_memory(model, plan_options, &report->memory, err)) {
     report->failed_step = "memory";
     return false;
+  }
+
+  std::vector<std::string> levels;
+  if (!resolve_pack_for(options.pack_for, &levels, err) ||
+      !add_packed_forms(model, levels, err)) {
+    report->failed_step = "pack";
+    return false;
+  }
+  report->packed_for = levels;
+  report->packed_forms = static_cast<int>(model->packed.size());
+  std::vector<bool> has_form(model->tensors.size(), false);
+  for (const ir::PackedForm& f : model->packed) {
+    report->packed_bytes += f.data.size();
+    if (!has_form[static_cast<size_t>(f.tensor)]) {
+      has_form[static_cast<size_t>(f.tensor)] = true;
+      report->packed_source_bytes += model->tensors[static_cast<size_t>(f.tensor)].data.size();
+    }
   }
 
   report->nodes = model->main().nodes.size();

@@ -139,6 +139,11 @@ std::string report_to_json(const std::string& onnx_path, const std::string& kite
     j += "]},\n";
   }
   j += "  \"precision\": " + precision_report_json(report.precision) + ",\n";
+  std::string levels;
+  for (size_t i = 0; i < report.packed_for.size(); ++i) levels += std::string(i ? ", " : "") + quoted(report.packed_for[i]);
+  j += "  \"packed\": {\"for\": [" + levels + "], \"forms\": " + std::to_string(report.packed_forms) +
+       ", \"bytes\": " + std::to_string(report.packed_bytes) +
+       ", \"source_bytes\": " + std::to_string(report.packed_source_bytes) + "},\n";
   j += "  \"weight_bytes\": " + std::to_string(report.weight_bytes) + ",\n";
   j += "  \"folded_weight_bytes\": " + std::to_string(report.folded_weight_bytes) + ",\n";
   j += "  \"file_bytes\": " + std::to_string(file_bytes) + "\n";

@@ -45,6 +45,11 @@ void usage(std::FILE* f) {
                "                            (one-input models) or one subdirectory per sample\n"
                "                            holding INPUT_NAME.npy per input (default: seeded\n"
                "                            random inputs, uniform in [-1, 1])\n"
+               "  --pack-for LIST           ISA levels whose CPU kernels get the weights\n"
+               "                            pre-packed in the file, used from the mapping\n"
+               "                            at run time (comma-separated: x86-avx512,\n"
+               "                            x86-avx2, arm64-neon, portable, host, none;\n"
+               "                            default host, this machine's level)\n"
                "  -q, --quiet               print errors only\n"
                "  --version                 print the version\n");
 }
@@ -220,6 +225,24 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "kite-convert: bad --precision '%s' (expected fp32, fp16 or mixed)\n", argv[i]);
         return 2;
       }
+    } else if (a == "--pack-for" && i + 1 < argc) {
+      options.pack_for.clear();
+      const std::string list = argv[++i];
+      size_t start = 0;
+      while (start <= list.size()) {
+        const size_t comma = list.find(',', start);
+        const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (!item.empty()) options.pack_for.push_back(item);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      std::vector<std::string> levels;
+      std::string pack_err;
+      if (options.pack_for.empty() || !kite::converter::resolve_pack_for(options.pack_for, &levels, &pack_err)) {
+        std::fprintf(stderr, "kite-convert: bad --pack-for '%s': %s\n", list.c_str(),
+                     pack_err.empty() ? "empty list" : pack_err.c_str());
+        return 2;
+      }
     } else if (a == "--fp16-tolerance" && i + 1 < argc) {
       char* end = nullptr;
       const double t = std::strtod(argv[++i], &end);
@@ -356,6 +379,14 @@ int main(int argc, char** argv) {
       fused += (fused.empty() ? "" : ", ") + kv.first + " " + std::to_string(kv.second);
     }
     std::printf("  fused patterns: %s\n", fused.empty() ? "none" : fused.c_str());
+    std::string levels;
+    for (const std::string& l : report.packed_for) levels += (levels.empty() ? "" : ", ") + l;
+    if (report.packed_forms > 0) {
+      std::printf("  packed weights for %s: %d form(s), %s\n", levels.c_str(), report.packed_forms,
+                  human_bytes(report.packed_bytes).c_str());
+    } else {
+      std::printf("  packed weights: none%s\n", levels.empty() ? " (--pack-for none)" : "");
+    }
     const kite::converter::PrecisionReport& pr = report.precision;
     if (pr.precision != kite::converter::Precision::kFp32) {
       std::printf("  precision %s: %d node(s) fp16, %d fp32, %d cast(s) inserted; weights %s -> %s\n",

@@ -51,9 +51,10 @@ static_assert(static_cast<int>(fb::TensorKind::Activation) == static_cast<int>(i
 
 // Builds the FlatBuffer with blob offsets relative to weights_start. Defaults
 // are forced so that the size does not depend on the offsets' values.
+// packed_blob[f]: the blob of model.packed[f].
 void build(const ir::Model& model, const std::vector<fb::Blob>& relative_blobs,
-           const std::vector<int>& blob_of, uint64_t weights_start, uint64_t file_size,
-           FlatBufferBuilder& b) {
+           const std::vector<int>& blob_of, const std::vector<int>& packed_blob,
+           uint64_t weights_start, uint64_t file_size, FlatBufferBuilder& b) {
   b.ForceDefaults(true);
   std::vector<Offset<fb::Tensor>> tensors;
   for (size_t i = 0; i < model.tensors.size(); ++i) {
@@ -76,10 +77,22 @@ void build(const ir::Model& model, const std::vector<fb::Blob>& relative_blobs,
   const ir::MemoryPlan& p = model.plan;
   auto plan = fb::CreateMemoryPlan(b, p.arena_size, p.alignment, p.lower_bound, p.naive_size,
                                    b.CreateString(p.strategy), b.CreateVector(p.offsets));
+  // Format 1.1: one entry per key; a form's keys share its blob. Left out
+  // altogether when there are none, so such a file reads as 1.0 content.
+  Offset<flatbuffers::Vector<Offset<fb::PackedForm>>> packed = 0;
+  if (!model.packed.empty()) {
+    std::vector<Offset<fb::PackedForm>> entries;
+    for (size_t f = 0; f < model.packed.size(); ++f) {
+      for (const std::string& key : model.packed[f].keys) {
+        entries.push_back(fb::CreatePackedForm(b, model.packed[f].tensor, b.CreateString(key), packed_blob[f]));
+      }
+    }
+    packed = b.CreateVector(entries);
+  }
   auto root = fb::CreateModel(b, KITE_FORMAT_MAJOR, KITE_FORMAT_MINOR,
                               b.CreateString(model.producer), model.source_opset,
                               b.CreateVector(tensors), b.CreateVector(graphs),
-                              b.CreateVectorOfStructs(blobs), kBlobAlignment, plan, file_size);
+                              b.CreateVectorOfStructs(blobs), kBlobAlignment, plan, file_size, packed);
   fb::FinishModelBuffer(b, root);
 }
 
@@ -113,10 +126,24 @@ bool serialize(const ir::Model& model, std::vector<uint8_t>* out, std::string* e
     relative.emplace_back(weights_size, t.data.size());
     weights_size += t.data.size();
   }
+  std::vector<int> packed_blob(model.packed.size(), -1);
+  for (size_t f = 0; f < model.packed.size(); ++f) {
+    const ir::PackedForm& form = model.packed[f];
+    if (form.tensor < 0 || static_cast<size_t>(form.tensor) >= model.tensors.size() ||
+        !model.tensors[static_cast<size_t>(form.tensor)].is_constant() || form.keys.empty()) {
+      *err = "packed form " + std::to_string(f) + " names tensor " + std::to_string(form.tensor) +
+             ", which is not a constant, or has no key";
+      return false;
+    }
+    weights_size = align_up(weights_size, kBlobAlignment);
+    packed_blob[f] = static_cast<int>(relative.size());
+    relative.emplace_back(weights_size, form.data.size());
+    weights_size += form.data.size();
+  }
   // Pass 1 measures the FlatBuffer; pass 2 writes the real offsets. Forced
   // defaults and fixed-size structs keep both passes the same size.
   FlatBufferBuilder probe(1 << 16);
-  build(model, relative, blob_of, 0, 0, probe);
+  build(model, relative, blob_of, packed_blob, 0, 0, probe);
   const uint64_t fb_size = probe.GetSize();
   if (fb_size >= FLATBUFFERS_MAX_BUFFER_SIZE) {
     *err = "graph description exceeds the 2 GiB FlatBuffer limit";
@@ -125,7 +152,7 @@ bool serialize(const ir::Model& model, std::vector<uint8_t>* out, std::string* e
   const uint64_t weights_start = align_up(fb_size, kBlobAlignment);
   const uint64_t file_size = weights_start + weights_size;
   FlatBufferBuilder b(static_cast<size_t>(fb_size) + 1024);
-  build(model, relative, blob_of, weights_start, file_size, b);
+  build(model, relative, blob_of, packed_blob, weights_start, file_size, b);
   if (b.GetSize() != fb_size) {
     *err = "internal: FlatBuffer size changed between passes";
     return false;
@@ -137,6 +164,13 @@ bool serialize(const ir::Model& model, std::vector<uint8_t>* out, std::string* e
     const fb::Blob& r = relative[static_cast<size_t>(blob_of[i])];
     if (r.size() > 0) {
       std::memcpy(out->data() + weights_start + r.offset(), model.tensors[i].data.data(),
+                  static_cast<size_t>(r.size()));
+    }
+  }
+  for (size_t f = 0; f < model.packed.size(); ++f) {
+    const fb::Blob& r = relative[static_cast<size_t>(packed_blob[f])];
+    if (r.size() > 0) {
+      std::memcpy(out->data() + weights_start + r.offset(), model.packed[f].data.data(),
                   static_cast<size_t>(r.size()));
     }
   }

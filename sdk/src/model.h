@@ -17,6 +17,13 @@ namespace kite::rt {
 
 using TensorKind = kite::ops::TensorKind;
 
+// A backend's pre-packed form of a constant (format 1.1), in the mapping.
+struct PackedRec {
+  std::string key;  // "cpu/x86-avx512/conv-a6-g1"
+  const uint8_t* data = nullptr;
+  uint64_t byte_size = 0;
+};
+
 struct TensorRec {
   std::string name;
   kite_dtype dtype = KITE_DTYPE_UNDEFINED;
@@ -25,6 +32,10 @@ struct TensorRec {
   TensorKind kind = TensorKind::Activation;
   const uint8_t* const_data = nullptr;  // Constant: inside the mapped file
   uint64_t arena_offset = 0;            // others: offset in the session arena
+  std::vector<PackedRec> packed;        // Constant: packed forms the file carries
+  // The same in ABI form (kite_backend_tensor2::packed), keys pointing into
+  // packed; built once at load.
+  std::vector<kite_backend_packed_form> packed_abi;
 
   bool is_constant() const { return kind == TensorKind::Constant; }
 };

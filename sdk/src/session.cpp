@@ -175,6 +175,8 @@ Status Session::start_backends(const Resolution& resolution, const SessionConfig
     d.byte_size = t.byte_size;
     d.is_constant = t.is_constant();
     d.host_data = t.const_data;
+    d.num_packed = static_cast<int32_t>(t.packed_abi.size());
+    d.packed = t.packed_abi.empty() ? nullptr : t.packed_abi.data();
   }
   slots_.reserve(resolution.backends.size());
   for (const ResolvedBackend& rb : resolution.backends) {

@@ -44,6 +44,7 @@ class Verifier {
     return Status(KITE_ERROR_INVALID_MODEL, "invalid model " + origin_ + ": " + what);
   }
   Status decode_tensors(const fb::Model& m, Model* model);
+  Status decode_packed(const fb::Model& m, Model* model);
   Status decode_graph(const fb::Model& m, int graph_index, Model* model);
   Status decode_node(const fb::Node& n, const std::string& where, int graph_index,
                      int graph_count, int depth, const Model& model, NodeRec* out);
@@ -107,6 +108,8 @@ Status Verifier::run(Model* model) {
   model->source_opset = m.source_opset();
 
   Status s = decode_tensors(m, model);
+  if (!s.is_ok()) return s;
+  s = decode_packed(m, model);
   if (!s.is_ok()) return s;
   if (!m.graphs() || m.graphs()->size() == 0) return fail("no graphs");
   if (m.graphs()->size() > static_cast<uint32_t>(std::numeric_limits<int>::max())) {
@@ -321,6 +324,72 @@ Status Verifier::decode_tensors(const fb::Model& m, Model* model) {
       rec.const_data = data_ + b->offset();
     } else if (t->blob() != -1) {
       return fail(label + " is not a constant but refers to blob " + std::to_string(t->blob()));
+    }
+  }
+  return Status::ok();
+}
+
+// Format 1.1: pre-packed weight forms. Each names a constant, a key and a
+// blob inside the file (aligned like every blob); keys are printable ASCII
+// without spaces, at most 256 bytes, and unique per tensor. The layout a key
+// stands for is its backend's business: the backend checks the size.
+Status Verifier::decode_packed(const fb::Model& m, Model* model) {
+  const auto* packed = m.packed();
+  if (!packed || packed->size() == 0) return Status::ok();
+  const uint64_t blob_count = m.blobs() ? m.blobs()->size() : 0;
+  const uint64_t alignment = m.blob_alignment();
+  if (packed->size() > (1u << 24)) return fail("too many packed forms");
+  for (uint32_t i = 0; i < packed->size(); ++i) {
+    const fb::PackedForm* f = packed->Get(i);
+    const std::string key = str(f->key());
+    std::string label = "packed form " + std::to_string(i) + " '" + key + "'";
+    const int t = f->tensor();
+    if (t < 0 || static_cast<size_t>(t) >= model->tensors.size()) {
+      return fail(label + " names tensor " + std::to_string(t) + ", out of range (" +
+                  std::to_string(model->tensors.size()) + " tensors)");
+    }
+    TensorRec& rec = model->tensors[static_cast<size_t>(t)];
+    label += " of tensor " + std::to_string(t) + " '" + rec.name + "'";
+    if (!rec.is_constant()) return fail(label + ": the tensor is not a constant");
+    if (key.empty() || key.size() > 256) {
+      return fail(label + ": the key is empty or longer than 256 bytes");
+    }
+    for (char c : key) {
+      if (c <= ' ' || c > '~') return fail(label + ": the key has a byte that is not printable ASCII");
+    }
+    for (const PackedRec& other : rec.packed) {
+      if (other.key == key) return fail(label + ": the tensor has two forms with this key");
+    }
+    const int blob = f->blob();
+    if (blob < 0 || static_cast<uint64_t>(blob) >= blob_count) {
+      return fail(label + " has blob index " + std::to_string(blob) + " out of range (" +
+                  std::to_string(blob_count) + " blobs)");
+    }
+    const fb::Blob* b = m.blobs()->Get(static_cast<uint32_t>(blob));
+    if (b->offset() > size_ || b->size() > size_ - b->offset()) {
+      return fail(label + " blob " + std::to_string(blob) + " range [" + std::to_string(b->offset()) +
+                  ", +" + std::to_string(b->size()) + ") is past the end of the file (" +
+                  std::to_string(size_) + " bytes)");
+    }
+    if (alignment == 0 || b->offset() % alignment != 0) {
+      return fail(label + " blob " + std::to_string(blob) + " offset " + std::to_string(b->offset()) +
+                  " is not aligned to " + std::to_string(alignment));
+    }
+    PackedRec form;
+    form.key = key;
+    form.data = data_ + b->offset();
+    form.byte_size = b->size();
+    rec.packed.push_back(std::move(form));
+  }
+  // The ABI's view of them, pointing into the records (which stay put now).
+  for (TensorRec& rec : model->tensors) {
+    for (const PackedRec& form : rec.packed) {
+      kite_backend_packed_form abi{};
+      abi.struct_size = sizeof abi;
+      abi.key = form.key.c_str();
+      abi.data = form.data;
+      abi.byte_size = form.byte_size;
+      rec.packed_abi.push_back(abi);
     }
   }
   return Status::ok();

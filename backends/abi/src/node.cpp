@@ -15,6 +15,8 @@ kite_backend_tensor2 make_tensor(const TensorDesc& d) {
   t.is_constant = d.is_constant ? 1 : 0;
   t.host_data = d.is_constant ? d.host_data : nullptr;
   t.data = d.is_constant ? const_cast<void*>(d.host_data) : nullptr;
+  t.num_packed = d.is_constant ? d.num_packed : 0;
+  t.packed = d.is_constant && d.num_packed > 0 ? d.packed : nullptr;
   return t;
 }
 
@@ -96,6 +98,16 @@ bool V1Node::build(const kite_backend_node2& node, DataFn data_of, std::string* 
   node_.num_attrs = node.num_attrs;
   node_.attrs = node.attrs;
   return true;
+}
+
+const kite_backend_tensor2* V1Node::source_of(const kite_backend_tensor* t) const {
+  if (source_ == nullptr || t == nullptr || tensors_.empty()) return nullptr;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (&tensors_[i] != t) continue;
+    const size_t inputs = static_cast<size_t>(source_->num_inputs);
+    return i < inputs ? source_->inputs[i] : source_->outputs[i - inputs];
+  }
+  return nullptr;
 }
 
 void V1Node::refresh() {

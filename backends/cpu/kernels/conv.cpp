@@ -17,6 +17,7 @@
 #include "depthwise.h"
 #include "kernels.h"
 #include "sgemm.h"
+#include "weight_pack.h"
 
 namespace kite::cpu {
 namespace {
@@ -99,7 +100,8 @@ class ConvKernel : public Kernel {
                  g_.stride[0] == 1 && g_.stride[1] == 1 && g_.stride[2] == 1;
   }
 
-  void prepare() {
+  // false with err when the file's packed form of the weights is malformed.
+  bool prepare(const KernelArgs& args, std::string* err) {
     if (direct_) {
       if (vector_depthwise()) {
         // One padded plane of scratch per thread, declared here so that run
@@ -113,10 +115,9 @@ class ConvKernel : public Kernel {
         valid_range(t * g_.dilation[2] - g_.pad[2], g_.stride[2], g_.in[2], g_.out[2],
                     &width_ranges_[t * 2], &width_ranges_[t * 2 + 1]);
       }
-      return;
+      return true;
     }
-    packed_w_.resize(static_cast<size_t>(g_.group * sgemm::packed_a_floats(mg_, k_)));
-    if (w_constant_) pack_weights(nullptr);
+    if (!acquire_weights(args, g_.group * sgemm::packed_a_floats(mg_, k_), err)) return false;
     workspace()->reserve(static_cast<size_t>(g_.group * sgemm::packed_b_floats(k_, pixels_)));
     if (!pointwise_) {
       // Each panel of kNR output pixels as runs of pixels in one output row,
@@ -138,6 +139,7 @@ class ConvKernel : public Kernel {
         panel_runs_[jp + 1] = static_cast<int64_t>(runs_.size());
       }
     }
+    return true;
   }
 
   // Relu and Clip go into the GEMM's store of each tile (sgemm::Epilogue);
@@ -176,7 +178,7 @@ class ConvKernel : public Kernel {
         im2col(xn, pool);
       }
       auto gemm_group = [&](int64_t g, ThreadPool* p) {
-        sgemm::gemm_packed(mg_, pixels_, k_, packed_w_.data() + g * w_group,
+        sgemm::gemm_packed(mg_, pixels_, k_, weights_ + g * w_group,
                            col() + g * col_group, yn + g * mg_ * pixels_, pixels_,
                            bias_ ? bias_ + g * mg_ : nullptr, false, p, &epilogue_);
       };
@@ -191,6 +193,24 @@ class ConvKernel : public Kernel {
   }
 
  private:
+  // The packed weights: constant ones from the file's form when it has
+  // one (weight_pack.h), else packed here once; others are packed at every
+  // run into packed_w_.
+  bool acquire_weights(const KernelArgs& args, int64_t floats, std::string* err) {
+    if (w_constant_) {
+      for (const weight_pack::Layout& l : weight_pack::layouts(*args.op)) {
+        if (l.input != 1) continue;
+        if (l.floats != floats) break;  // the rules disagree: pack here
+        weights_ = weight_pack::acquire(args, l, &packed_w_, err);
+        return weights_ != nullptr;
+      }
+    }
+    packed_w_.resize(static_cast<size_t>(floats));
+    if (w_constant_) pack_weights(nullptr);
+    weights_ = packed_w_.data();
+    return true;
+  }
+
   void pack_weights(ThreadPool* pool) {
     const int64_t w_group = sgemm::packed_a_floats(mg_, k_);
     for (int64_t g = 0; g < g_.group; ++g) {
@@ -350,6 +370,7 @@ class ConvKernel : public Kernel {
   sgemm::Epilogue epilogue_;  // kNone unless a fused node handed one over
   int64_t plane_scratch_ = 0;  // floats of depthwise scratch per thread
   std::vector<float> packed_w_;
+  const float* weights_ = nullptr;  // packed_w_, or the file's form in the mapping
   mutable Workspace own_workspace_;
 
  public:
@@ -383,11 +404,11 @@ class ConvTransposeKernel : public Kernel {
     out_pixels_ = g_.out_numel();
   }
 
-  void prepare() {
-    packed_w_.resize(static_cast<size_t>(g_.group * sgemm::packed_a_floats(mg_ * kk_, cg_)));
-    if (w_constant_) pack_weights(nullptr);
+  bool prepare(const KernelArgs& args, std::string* err) {
+    if (!acquire_weights(args, g_.group * sgemm::packed_a_floats(mg_ * kk_, cg_), err)) return false;
     packed_x_floats_ = static_cast<size_t>(sgemm::packed_b_floats(cg_, in_pixels_));
     workspace()->reserve(packed_x_floats_ + static_cast<size_t>(mg_ * kk_ * in_pixels_));
+    return true;
   }
 
   void run(ThreadPool& pool) override {
@@ -399,7 +420,7 @@ class ConvTransposeKernel : public Kernel {
         const float* xg = x_ + (n * channels_ + g * cg_) * in_pixels_;
         float* yg = y_ + (n * out_channels_ + g * mg_) * out_pixels_;
         sgemm::pack_b(xg, in_pixels_, 1, cg_, in_pixels_, packed_x(), &pool);
-        sgemm::gemm_packed(mg_ * kk_, in_pixels_, cg_, packed_w_.data() + g * w_group,
+        sgemm::gemm_packed(mg_ * kk_, in_pixels_, cg_, weights_ + g * w_group,
                            packed_x(), col(), in_pixels_, nullptr, false, &pool);
         const float* bias = bias_ ? bias_ + g * mg_ : nullptr;
         pool.parallel_for(mg_, 1, [&](int64_t begin, int64_t end) {
@@ -410,6 +431,24 @@ class ConvTransposeKernel : public Kernel {
   }
 
  private:
+  // The packed weights: constant ones from the file's form when it has
+  // one (weight_pack.h), else packed here once; others are packed at every
+  // run into packed_w_.
+  bool acquire_weights(const KernelArgs& args, int64_t floats, std::string* err) {
+    if (w_constant_) {
+      for (const weight_pack::Layout& l : weight_pack::layouts(*args.op)) {
+        if (l.input != 1) continue;
+        if (l.floats != floats) break;  // the rules disagree: pack here
+        weights_ = weight_pack::acquire(args, l, &packed_w_, err);
+        return weights_ != nullptr;
+      }
+    }
+    packed_w_.resize(static_cast<size_t>(floats));
+    if (w_constant_) pack_weights(nullptr);
+    weights_ = packed_w_.data();
+    return true;
+  }
+
   void pack_weights(ThreadPool* pool) {
     // W is (C, Mg, k...); group g's A = W_g^T has rows (m, tap) and columns c.
     const int64_t rows = mg_ * kk_;
@@ -459,6 +498,7 @@ class ConvTransposeKernel : public Kernel {
   bool w_constant_;
   int64_t cg_ = 0, mg_ = 0, kk_ = 0, in_pixels_ = 0, out_pixels_ = 0;
   std::vector<float> packed_w_;
+  const float* weights_ = nullptr;  // packed_w_, or the file's form in the mapping
   size_t packed_x_floats_ = 0;
   mutable Workspace own_workspace_;
 
@@ -516,7 +556,7 @@ std::unique_ptr<Kernel> prepare_conv(const KernelArgs& args, std::string* err) {
       static_cast<float*>(args.output_data(0)), args.node->inputs[1]->is_constant != 0);
   kernel->shared_workspace = args.workspace;
   kernel->threads = args.threads;
-  kernel->prepare();
+  if (!kernel->prepare(args, err)) return nullptr;
   return kernel;
 }
 
@@ -539,7 +579,7 @@ std::unique_ptr<Kernel> prepare_conv_transpose(const KernelArgs& args, std::stri
       static_cast<const float*>(args.input_data(1)), bias,
       static_cast<float*>(args.output_data(0)), args.node->inputs[1]->is_constant != 0);
   kernel->shared_workspace = args.workspace;
-  kernel->prepare();
+  if (!kernel->prepare(args, err)) return nullptr;
   return kernel;
 }
 

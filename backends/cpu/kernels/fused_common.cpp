@@ -110,8 +110,7 @@ SubNode::SubNode(const kite_backend_node& fused, const char* op_type,
   node_.attrs = attrs_.data();
 }
 
-std::unique_ptr<Kernel> SubNode::prepare(PrepareFn fn, int threads, std::string* err,
-                                         Workspace* workspace) {
+std::unique_ptr<Kernel> SubNode::prepare(PrepareFn fn, const KernelArgs& outer, std::string* err) {
   if (outputs_[0] == nullptr) {
     if (err) *err = op_type_ + ": the fused node lacks the output";
     return nullptr;
@@ -120,8 +119,10 @@ std::unique_ptr<Kernel> SubNode::prepare(PrepareFn fn, int threads, std::string*
   if (!kite::ops::check_declared_outputs(op_, kite::ops::outputs_from_backend_node(node_), err)) {
     return nullptr;
   }
-  KernelArgs args{&node_, &op_, threads};
-  args.workspace = workspace;
+  KernelArgs args{&node_, &op_, outer.threads};
+  args.workspace = outer.workspace;
+  args.packed = outer.packed;
+  args.pack_stats = outer.pack_stats;
   return fn(args, err);
 }
 

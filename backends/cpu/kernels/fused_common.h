@@ -56,10 +56,10 @@ class SubNode {
   SubNode& operator=(const SubNode&) = delete;
   // Validates the primitive node like the backend does (kite::ops rules,
   // declared output) and prepares its kernel with fn.
-  // workspace: the backend's shared scratch, handed on to the inner kernel
-  // (it runs alone, inside this fused kernel's run).
-  std::unique_ptr<Kernel> prepare(PrepareFn fn, int threads, std::string* err,
-                                  Workspace* workspace = nullptr);
+  // The inner kernel gets outer's threads, workspace (the backend's shared
+  // scratch: it runs alone, inside this fused kernel's run) and packed
+  // weight forms (this node's tensors are outer's).
+  std::unique_ptr<Kernel> prepare(PrepareFn fn, const KernelArgs& outer, std::string* err);
 
  private:
   std::string op_type_;

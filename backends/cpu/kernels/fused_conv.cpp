@@ -64,7 +64,7 @@ std::unique_ptr<Kernel> prepare_with_activation(const KernelArgs& args, std::str
   for (size_t i = 0; i < op.inputs.size(); ++i) slots.push_back(op.has_input(i) ? static_cast<int>(i) : -1);
   const OpNode p = fused::primitive(op, primitive_op, 3);
   auto sub = std::make_unique<fused::SubNode>(*args.node, primitive_op, p.attrs, slots, 0);
-  std::unique_ptr<Kernel> inner = sub->prepare(primitive_prepare, args.threads, err, args.workspace);
+  std::unique_ptr<Kernel> inner = sub->prepare(primitive_prepare, args, err);
   if (!inner) return nullptr;
   return std::make_unique<ThenActivation>(std::move(sub), std::move(inner), act,
                                           static_cast<float*>(args.output_data(0)),

@@ -71,7 +71,7 @@ std::unique_ptr<Kernel> prepare_fused_matmul(const KernelArgs& args, std::string
   if (!why.empty()) return prepare_error(err, op, why);
   auto sub = std::make_unique<fused::SubNode>(*args.node, "MatMul", std::vector<kite::ops::Attr>{},
                                               std::vector<int>{0, 1}, 0);
-  std::unique_ptr<Kernel> inner = sub->prepare(prepare_matmul, args.threads, err, args.workspace);
+  std::unique_ptr<Kernel> inner = sub->prepare(prepare_matmul, args, err);
   if (!inner) return nullptr;
   const Shape out = output_shape(args, 0);
   const int64_t n = out.back();

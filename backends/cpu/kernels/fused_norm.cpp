@@ -29,7 +29,7 @@ std::unique_ptr<Kernel> wrap(const KernelArgs& args, const char* op_type, Prepar
   std::vector<int> slots;
   for (size_t i = 0; i < op.inputs.size(); ++i) slots.push_back(op.has_input(i) ? static_cast<int>(i) : -1);
   auto sub = std::make_unique<fused::SubNode>(*args.node, op_type, op.attrs, slots, 0);
-  std::unique_ptr<Kernel> inner = sub->prepare(fn, args.threads, err, args.workspace);
+  std::unique_ptr<Kernel> inner = sub->prepare(fn, args, err);
   if (!inner) return nullptr;
   return std::make_unique<Wrapped>(std::move(sub), std::move(inner));
 }

@@ -13,6 +13,7 @@
 #include "common.h"
 #include "kernels.h"
 #include "sgemm.h"
+#include "weight_pack.h"
 
 namespace kite::cpu {
 namespace {
@@ -42,13 +43,15 @@ class MatrixProductKernel : public Kernel {
     addend_plan_ = make_broadcast_plan({m_, n_}, {&c_shape});
   }
 
-  void prepare() {
+  // false with err when the file's packed form of a weight is malformed.
+  bool prepare(const KernelArgs& args, std::string* err) {
     const int64_t a_size = sgemm::packed_a_floats(m_, k_);
     const int64_t b_size = sgemm::packed_b_floats(k_, n_);
-    if (a_.constant) pre_pack(a_, a_size, true);
-    if (b_.constant) pre_pack(b_, b_size, false);
+    if (a_.constant && !pre_pack(args, 0, a_, a_size, &packed_a_, &pa_, err)) return false;
+    if (b_.constant && !pre_pack(args, 1, b_, b_size, &packed_b_, &pb_, err)) return false;
     if (!a_.constant) work_a_.resize(static_cast<size_t>(lanes_ * a_size));
     if (!b_.constant) work_b_.resize(static_cast<size_t>(lanes_ * b_size));
+    return true;
   }
 
   void run(ThreadPool& pool) override {
@@ -68,26 +71,37 @@ class MatrixProductKernel : public Kernel {
   }
 
  private:
-  void pre_pack(Operand& op, int64_t size, bool is_a) {
-    // Distinct matrices only: broadcast batches share one packed copy.
-    std::vector<int64_t> distinct;
+  // A constant operand, every matrix of it packed once: matrix i of the
+  // tensor (offset i * rows * cols) at slot i, so broadcast batches share
+  // one. From the file's form (weight_pack.h) when it has one, else here.
+  bool pre_pack(const KernelArgs& args, int input, Operand& op, int64_t size, std::vector<float>* own,
+                const float** packed, std::string* err) {
+    const bool is_a = input == 0;
+    const int64_t matrix = is_a ? m_ * k_ : k_ * n_;
+    int64_t count = 0;
     op.slots.resize(op.offsets.size());
     for (size_t i = 0; i < op.offsets.size(); ++i) {
-      auto it = std::find(distinct.begin(), distinct.end(), op.offsets[i]);
-      op.slots[i] = it - distinct.begin();
-      if (it == distinct.end()) distinct.push_back(op.offsets[i]);
+      op.slots[i] = matrix > 0 ? op.offsets[i] / matrix : 0;
+      count = std::max(count, op.slots[i] + 1);
     }
-    std::vector<float>& packed = is_a ? packed_a_ : packed_b_;
-    packed.resize(static_cast<size_t>(distinct.size() * size));
-    for (size_t s = 0; s < distinct.size(); ++s) {
+    for (const weight_pack::Layout& l : weight_pack::layouts(*args.op)) {
+      if (l.input != input) continue;
+      if (l.floats < count * size || l.floats % size != 0) break;  // the rules disagree: pack here
+      *packed = weight_pack::acquire(args, l, own, err);
+      return *packed != nullptr;
+    }
+    own->resize(static_cast<size_t>(count * size));
+    for (int64_t s = 0; s < count; ++s) {
       if (is_a) {
-        sgemm::pack_a(op.data + distinct[s], op.row_stride, op.col_stride, m_, k_, alpha_,
-                      packed.data() + s * size, nullptr);
+        sgemm::pack_a(op.data + s * matrix, op.row_stride, op.col_stride, m_, k_, alpha_,
+                      own->data() + s * size, nullptr);
       } else {
-        sgemm::pack_b(op.data + distinct[s], op.row_stride, op.col_stride, k_, n_,
-                      packed.data() + s * size, nullptr);
+        sgemm::pack_b(op.data + s * matrix, op.row_stride, op.col_stride, k_, n_,
+                      own->data() + s * size, nullptr);
       }
     }
+    *packed = own->data();
+    return true;
   }
 
   void product(int64_t batch, int64_t lane, ThreadPool* pool) {
@@ -96,7 +110,7 @@ class MatrixProductKernel : public Kernel {
     const float* pa;
     const float* pb;
     if (a_.constant) {
-      pa = packed_a_.data() + a_.slots[batch] * a_size;
+      pa = pa_ + a_.slots[batch] * a_size;
     } else {
       float* w = work_a_.data() + lane * a_size;
       sgemm::pack_a(a_.data + a_.offsets[batch], a_.row_stride, a_.col_stride, m_, k_, alpha_, w,
@@ -104,7 +118,7 @@ class MatrixProductKernel : public Kernel {
       pa = w;
     }
     if (b_.constant) {
-      pb = packed_b_.data() + b_.slots[batch] * b_size;
+      pb = pb_ + b_.slots[batch] * b_size;
     } else {
       float* w = work_b_.data() + lane * b_size;
       sgemm::pack_b(b_.data + b_.offsets[batch], b_.row_stride, b_.col_stride, k_, n_, w, pool);
@@ -137,6 +151,9 @@ class MatrixProductKernel : public Kernel {
   float beta_ = 0.0f;
   BroadcastPlan addend_plan_;
   std::vector<float> packed_a_, packed_b_, work_a_, work_b_;
+  // Constant operands packed: packed_a_/packed_b_, or the file's forms.
+  const float* pa_ = nullptr;
+  const float* pb_ = nullptr;
 };
 
 }  // namespace
@@ -176,7 +193,7 @@ std::unique_ptr<Kernel> prepare_gemm(const KernelArgs& args, std::string* err) {
   if (op.has_input(2) && beta != 0.0f) {
     kernel->set_addend(static_cast<const float*>(args.input_data(2)), op.inputs[2].shape, beta);
   }
-  kernel->prepare();
+  if (!kernel->prepare(args, err)) return nullptr;
   return kernel;
 }
 
@@ -224,7 +241,7 @@ std::unique_ptr<Kernel> prepare_matmul(const KernelArgs& args, std::string* err)
   auto kernel = std::make_unique<MatrixProductKernel>(
       m, n, k, 1.0f, std::move(oa), std::move(ob), static_cast<float*>(args.output_data(0)),
       args.threads);
-  kernel->prepare();
+  if (!kernel->prepare(args, err)) return nullptr;
   return kernel;
 }
 

@@ -42,7 +42,7 @@ extern "C" {
 
 /* The newest .kite format this header's library reads. */
 #define KITE_FORMAT_MAJOR 1
-#define KITE_FORMAT_MINOR 0
+#define KITE_FORMAT_MINOR 1
 
 typedef enum kite_status {
   KITE_OK = 0,

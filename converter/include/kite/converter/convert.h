@@ -28,7 +28,16 @@ struct ConvertOptions {
   double memory_budget_ratio = 0;
   // Half precision (kite/converter/precision.h): fp32 (default), fp16, mixed.
   PrecisionOptions precision;
+  // ISA levels whose CPU kernels get their weights pre-packed in the file
+  // (kite-convert --pack-for): "x86-avx512", "x86-avx2", "arm64-neon",
+  // "portable", "host" (this machine's level) or "none". Default: host.
+  std::vector<std::string> pack_for = {"host"};
 };
+
+// Resolves pack_for to level names (host replaced, none dropped,
+// duplicates removed); false with err naming a level it does not know.
+bool resolve_pack_for(const std::vector<std::string>& requested, std::vector<std::string>* levels,
+                      std::string* err);
 
 // What one optimizer pass did over the whole pipeline run.
 struct PassStats {
@@ -60,6 +69,13 @@ struct ConvertReport {
   kite::memory::PlanStats memory;      // in-place and view savings
   kite::memory::BudgetReport budget;   // when a memory budget (bytes or ratio) is set
   PrecisionReport precision;           // each node's precision and why
+  // Pre-packed weight forms written (ConvertOptions::pack_for).
+  std::vector<std::string> packed_for;  // the levels, resolved
+  int packed_forms = 0;                 // blobs (each under one key per level)
+  uint64_t packed_bytes = 0;
+  // Bytes of the constants that have a form: what a run that uses the
+  // forms does not read (unless another consumer reads a constant as is).
+  uint64_t packed_source_bytes = 0;
   // When convert_onnx_file fails: the step that failed, so that callers can
   // map it to a status: "support" (ops, dtypes or attributes Kite does not
   // support, found while importing or when checking the CPU kernels),

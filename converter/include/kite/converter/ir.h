@@ -71,12 +71,22 @@ struct MemoryPlan {
   std::vector<uint64_t> offsets;  // per tensor; unused for constants
 };
 
+// A backend's pre-packed form of a constant (format 1.1, Model.packed in
+// schemas/kite.fbs): one blob, stored under the key of every ISA level whose
+// kernels read that layout.
+struct PackedForm {
+  int tensor = -1;                 // a Constant
+  std::vector<std::string> keys;   // "cpu/x86-avx512/conv-a6-g1", ...
+  std::vector<uint8_t> data;
+};
+
 struct Model {
   int64_t source_opset = 0;
   std::string producer;
   std::vector<Tensor> tensors;
   std::vector<Graph> graphs;  // graphs[0] is the main graph
   MemoryPlan plan;
+  std::vector<PackedForm> packed;  // written last (converter/src/pack_weights.cpp)
 
   int add_tensor(Tensor t);
   int find_tensor(const std::string& name) const;  // -1 if none

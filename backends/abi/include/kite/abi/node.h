@@ -24,6 +24,9 @@ struct TensorDesc {
   uint64_t byte_size = 0;
   bool is_constant = false;
   const void* host_data = nullptr;  // constants: their bytes (the mapped file)
+  // Constants: the file's pre-packed forms (must outlive the table).
+  int32_t num_packed = 0;
+  const kite_backend_packed_form* packed = nullptr;
 };
 
 // One kite_backend_tensor2 per tensor, at addresses that never move, so
@@ -86,6 +89,9 @@ class V1Node {
   // Re-reads every tensor's data (after the host filled in buffers).
   void refresh();
   const kite_backend_node* get() const { return &node_; }
+  // The v2 tensor that t (one of this view's tensors) describes, or null
+  // when t is not one of them.
+  const kite_backend_tensor2* source_of(const kite_backend_tensor* t) const;
 
  private:
   const kite_backend_node2* source_ = nullptr;
