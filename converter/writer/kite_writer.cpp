@@ -108,24 +108,40 @@ bool serialize(const ir::Model& model, std::vector<uint8_t>* out, std::string* e
            " offsets for " + std::to_string(model.tensors.size()) + " tensors)";
     return false;
   }
-  // Lay out the weight section: each constant's bytes in its own aligned blob.
+  // Lay out the weight section: each constant's bytes in its own aligned
+  // blob, then each packed form's. The order keeps what a run reads apart
+  // from what it does not: constants read as they are, then the packed
+  // forms, then the constants that have a form (read only by a runtime
+  // without a matching form). Mapped pages come in folios and fault-around
+  // windows, not single pages: a cold blob beside a hot one would be
+  // resident for nothing.
   std::vector<fb::Blob> relative;
   std::vector<int> blob_of(model.tensors.size(), -1);
   uint64_t weights_size = 0;
-  for (size_t i = 0; i < model.tensors.size(); ++i) {
-    const ir::Tensor& t = model.tensors[i];
-    if (!t.is_constant()) continue;
-    if (t.data.size() != t.byte_size()) {
-      *err = "constant '" + t.name + "' holds " + std::to_string(t.data.size()) +
-             " bytes, its shape " + kite::ops::shape_string(t.shape) + " needs " +
-             std::to_string(t.byte_size());
-      return false;
+  std::vector<bool> has_form(model.tensors.size(), false);
+  for (const ir::PackedForm& form : model.packed) {
+    if (form.tensor >= 0 && static_cast<size_t>(form.tensor) < model.tensors.size()) {
+      has_form[static_cast<size_t>(form.tensor)] = true;
     }
-    weights_size = align_up(weights_size, kBlobAlignment);
-    blob_of[i] = static_cast<int>(relative.size());
-    relative.emplace_back(weights_size, t.data.size());
-    weights_size += t.data.size();
   }
+  auto place_constants = [&](bool with_form) {
+    for (size_t i = 0; i < model.tensors.size(); ++i) {
+      const ir::Tensor& t = model.tensors[i];
+      if (!t.is_constant() || has_form[i] != with_form) continue;
+      if (t.data.size() != t.byte_size()) {
+        *err = "constant '" + t.name + "' holds " + std::to_string(t.data.size()) +
+               " bytes, its shape " + kite::ops::shape_string(t.shape) + " needs " +
+               std::to_string(t.byte_size());
+        return false;
+      }
+      weights_size = align_up(weights_size, kBlobAlignment);
+      blob_of[i] = static_cast<int>(relative.size());
+      relative.emplace_back(weights_size, t.data.size());
+      weights_size += t.data.size();
+    }
+    return true;
+  };
+  if (!place_constants(false)) return false;
   std::vector<int> packed_blob(model.packed.size(), -1);
   for (size_t f = 0; f < model.packed.size(); ++f) {
     const ir::PackedForm& form = model.packed[f];
@@ -140,6 +156,7 @@ bool serialize(const ir::Model& model, std::vector<uint8_t>* out, std::string* e
     relative.emplace_back(weights_size, form.data.size());
     weights_size += form.data.size();
   }
+  if (!place_constants(true)) return false;
   // Pass 1 measures the FlatBuffer; pass 2 writes the real offsets. Forced
   // defaults and fixed-size structs keep both passes the same size.
   FlatBufferBuilder probe(1 << 16);
