@@ -51,19 +51,26 @@ def check_model(path, args):
     input_args, shape_args = save_inputs(specs, feeds, in_dir)
 
     kite_file = os.path.join(wd, name + ".kite")
-    rc, so, se, t_conv = run_tool([args.kite_convert, path, "-o", kite_file] + shape_args,
-                                  args.timeout)
+    # Weights packed for both machines' CPU kernels (format 1.1): each run
+    # must read its own level's forms from the file, not pack at load.
+    rc, so, se, t_conv = run_tool([args.kite_convert, path, "-o", kite_file, "--pack-for", "host,arm64-neon"]
+                                  + shape_args, args.timeout)
     if rc != 0 or not os.path.exists(kite_file):
         print(f"{name}: FAIL kite-convert (host) exited {rc}: {last_lines(se or so)}", flush=True)
         return [(name, False)]
     times = {}
     for side, tool in (("host", args.host_kite_run), ("target", args.target_kite_run)):
-        cmd = [tool, kite_file] + input_args + ["--output-dir", outs[side], "--quiet"]
+        cmd = [tool, kite_file] + input_args + ["--output-dir", outs[side], "--quiet", "--placement"]
         if args.threads:
             cmd += ["--threads", str(args.threads)]
         rc, so, se, times[side] = run_tool(cmd, args.timeout)
         if rc != 0:
             print(f"{name}: FAIL kite-run ({side}) exited {rc}: {last_lines(se or so)}", flush=True)
+            return [(name, False)]
+        unpacked = [line.strip() for line in so.splitlines() if "weights packed at load" in line]
+        if unpacked:
+            print(f"{name}: FAIL kite-run ({side}) packed weights at load although the file has "
+                  f"forms for it: {unpacked[0]}", flush=True)
             return [(name, False)]
     results = []
     for oname in out_names:

@@ -55,5 +55,8 @@ fi
 "$python" tests/ops/gen_op_cases.py --list | awk '!seen[$2]++ {print $1}' | while read -r case; do
   if [[ -f $tmp/cases/$case/model.onnx ]]; then add "$case" "$tmp/cases/$case/model.onnx"; fi
 done
+# Files of every format minor version the loader reads (tests/data): 1.0,
+# and 1.1 with packed weight forms for every CPU level.
+cp tests/data/format_1_*_digits.kite "$out/loader/"
 echo "onnx seeds:   $(ls "$out/onnx" | wc -l) ($(du -sk "$out/onnx" | cut -f1) KiB)"
 echo "loader seeds: $(ls "$out/loader" | wc -l) ($(du -sk "$out/loader" | cut -f1) KiB)"
