@@ -174,6 +174,19 @@ kite_status kite_convert_options_set_precision(kite_convert_options* options, co
   return ok();
 }
 
+kite_status kite_convert_options_set_pack_for(kite_convert_options* options, const char* levels) {
+  const char* fn = "kite_convert_options_set_pack_for";
+  if (options == nullptr) return null_options(fn);
+  std::vector<std::string> requested;
+  std::string err;
+  if (levels == nullptr || !kite::converter::parse_pack_for(levels, &requested, &err)) {
+    return fail(KITE_ERROR_INVALID_ARGUMENT,
+                std::string(fn) + ": " + (levels ? err : std::string("levels is NULL")));
+  }
+  options->options.pack_for = requested;
+  return ok();
+}
+
 kite_status kite_convert_file(const char* onnx_path, const char* kite_path,
                               const kite_convert_options* options, char** out_report_json) {
   const char* fn = "kite_convert_file";

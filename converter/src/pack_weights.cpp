@@ -52,6 +52,26 @@ bool resolve_pack_for(const std::vector<std::string>& requested, std::vector<std
   return true;
 }
 
+bool parse_pack_for(const std::string& list, std::vector<std::string>* requested, std::string* err) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = list.find(',', start);
+    const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) items.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (items.empty()) {
+    if (err) *err = "empty packing target list '" + list + "'";
+    return false;
+  }
+  std::vector<std::string> levels;
+  if (!resolve_pack_for(items, &levels, err)) return false;
+  *requested = items;
+  return true;
+}
+
 bool add_packed_forms(ir::Model* model, const std::vector<std::string>& levels, std::string* err) {
   model->packed.clear();
   if (levels.empty()) return true;

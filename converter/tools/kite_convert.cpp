@@ -226,21 +226,9 @@ int main(int argc, char** argv) {
         return 2;
       }
     } else if (a == "--pack-for" && i + 1 < argc) {
-      options.pack_for.clear();
-      const std::string list = argv[++i];
-      size_t start = 0;
-      while (start <= list.size()) {
-        const size_t comma = list.find(',', start);
-        const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (!item.empty()) options.pack_for.push_back(item);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
-      std::vector<std::string> levels;
       std::string pack_err;
-      if (options.pack_for.empty() || !kite::converter::resolve_pack_for(options.pack_for, &levels, &pack_err)) {
-        std::fprintf(stderr, "kite-convert: bad --pack-for '%s': %s\n", list.c_str(),
-                     pack_err.empty() ? "empty list" : pack_err.c_str());
+      if (!kite::converter::parse_pack_for(argv[++i], &options.pack_for, &pack_err)) {
+        std::fprintf(stderr, "kite-convert: bad --pack-for: %s\n", pack_err.c_str());
         return 2;
       }
     } else if (a == "--fp16-tolerance" && i + 1 < argc) {

@@ -63,6 +63,7 @@ def convert(
     disabled_passes: Sequence[str] = (),
     precision: str = "fp32",
     fp16_tolerance: float = 1e-2,
+    pack_for: str = "host",
 ) -> Optional[dict]:
     """Converts an ONNX file into a .kite file, like kite-convert.
 
@@ -74,7 +75,9 @@ def convert(
     --memory-budget; docs/MEMORY.md); inplace=False plans without
     in-place ops and views; disabled_passes names optimizer passes to skip;
     precision is "fp32", "fp16" or "mixed" (kite-convert --precision, with
-    fp16_tolerance as --fp16-tolerance; docs/PRECISION.md).
+    fp16_tolerance as --fp16-tolerance; docs/PRECISION.md); pack_for lists
+    the ISA levels whose CPU kernels get the weights pre-packed in the file
+    (kite-convert --pack-for: "x86-avx512,arm64-neon", "host", "none").
     The file is written atomically. Returns the conversion report as a dict
     (the JSON of kite-convert --report: nodes and kernel launches before and
     after, passes, fusions, ops, memory plan, weight and file bytes), or None
@@ -105,6 +108,7 @@ def convert(
         [str(p) for p in disabled_passes],
         str(precision),
         float(fp16_tolerance),
+        str(pack_for),
     )
     return None if text is None else _json.loads(text)
 

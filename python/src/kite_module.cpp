@@ -531,7 +531,7 @@ nb::object convert(const std::string& onnx_path, const std::string& kite_path, n
                    int32_t opt_level, bool report, uint64_t memory_budget,
                    double memory_budget_ratio, bool inplace,
                    std::vector<std::string> disabled_passes, const std::string& precision,
-                   double fp16_tolerance) {
+                   double fp16_tolerance, const std::string& pack_for) {
   std::unique_ptr<kite_convert_options, decltype(&kite_convert_options_destroy)> options(
       nullptr, &kite_convert_options_destroy);
   kite_convert_options* o = nullptr;
@@ -558,6 +558,7 @@ nb::object convert(const std::string& onnx_path, const std::string& kite_path, n
   }
   check_converter(kite_convert_options_set_inplace(o, inplace ? 1 : 0));
   check_converter(kite_convert_options_set_precision(o, precision.c_str(), fp16_tolerance));
+  check_converter(kite_convert_options_set_pack_for(o, pack_for.c_str()));
   for (const std::string& pass : disabled_passes) {
     check_converter(kite_convert_options_disable_pass(o, pass.c_str()));
   }
@@ -602,7 +603,7 @@ NB_MODULE(_kite, m) {
   m.def("convert", &convert, nb::arg("onnx_path"), nb::arg("kite_path"), nb::arg("input_shapes"),
         nb::arg("opt_level"), nb::arg("report"), nb::arg("memory_budget"),
         nb::arg("memory_budget_ratio"), nb::arg("inplace"), nb::arg("disabled_passes"),
-        nb::arg("precision"), nb::arg("fp16_tolerance"));
+        nb::arg("precision"), nb::arg("fp16_tolerance"), nb::arg("pack_for"));
 
   nb::class_<Model>(m, "Model")
       .def(nb::init<const std::string&>(), nb::arg("path"))

@@ -169,3 +169,21 @@ def test_precision_mixed_digits_keeps_accuracy_and_halves_the_weights(work):
 def test_bad_precision_is_an_error(work):
     with pytest.raises(kite.Error, match="expected fp32, fp16 or mixed"):
         kite.convert(DIGITS_ONNX, os.path.join(work, "never.kite"), precision="half")
+
+
+def test_pack_for_writes_packed_weight_forms_with_the_same_outputs(work):
+    # Format 1.1: weights pre-packed for the CPU kernels by default (this
+    # machine's level), none with pack_for="none"; the same outputs either way.
+    digits = os.path.dirname(DIGITS_ONNX)
+    images = np.load(os.path.join(digits, "heldout_images.npy"))
+    packed, plain = os.path.join(work, "digits_packed.kite"), os.path.join(work, "digits_plain.kite")
+    rp = kite.convert(DIGITS_ONNX, packed)
+    rn = kite.convert(DIGITS_ONNX, plain, pack_for="none")
+    assert rp["packed"]["forms"] > 0 and len(rp["packed"]["for"]) == 1
+    assert rn["packed"] == {"for": [], "forms": 0, "bytes": 0, "source_bytes": 0}
+    assert rp["file_bytes"] > rn["file_bytes"]
+    a = kite.Model(packed).session(threads=2).run({"image": images})["logits"]
+    b = kite.Model(plain).session(threads=2).run({"image": images})["logits"]
+    assert np.array_equal(a, b)
+    with pytest.raises(kite.Error, match="unknown packing target 'sparc'"):
+        kite.convert(DIGITS_ONNX, os.path.join(work, "never.kite"), pack_for="sparc")

@@ -121,6 +121,12 @@ TEST(ConverterCApi, MisuseIsAnErrorNotACrash) {
   EXPECT_EQ(kite_convert_options_set_precision(o, "mixed", 0.0), KITE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(kite_convert_options_set_precision(o, "mixed", std::nan("")), KITE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(kite_convert_options_set_precision(o, "mixed", 1e-2), KITE_OK);
+  EXPECT_EQ(kite_convert_options_set_pack_for(nullptr, "host"), KITE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kite_convert_options_set_pack_for(o, nullptr), KITE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kite_convert_options_set_pack_for(o, ","), KITE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kite_convert_options_set_pack_for(o, "x86-avx512,riscv"), KITE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last().find("unknown packing target 'riscv' (known: x86-avx512"), std::string::npos) << last();
+  EXPECT_EQ(kite_convert_options_set_pack_for(o, "x86-avx2,arm64-neon"), KITE_OK);
   EXPECT_EQ(kite_convert_file(nullptr, "x.kite", o, nullptr), KITE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(kite_convert_file("x.onnx", nullptr, o, nullptr), KITE_ERROR_INVALID_ARGUMENT);
   kite_convert_options_destroy(o);

@@ -70,6 +70,14 @@ KITE_API kite_status kite_convert_options_set_precision(kite_convert_options *op
                                                         const char *precision,
                                                         double fp16_tolerance);
 
+/* Weights pre-packed for the CPU kernels of these ISA levels (kite-convert
+ * --pack-for, format 1.1, docs/FORMAT.md): a comma-separated list of
+ * "x86-avx512", "x86-avx2", "arm64-neon", "portable", "host" (the converting
+ * machine's level: the default) and "none". An empty list or an unknown
+ * name is KITE_ERROR_INVALID_ARGUMENT. */
+KITE_API kite_status kite_convert_options_set_pack_for(kite_convert_options *options,
+                                                       const char *levels);
+
 /* Converts the ONNX file onnx_path and writes kite_path atomically (nothing
  * is written on failure). options may be NULL for defaults. If out_report_json
  * is not NULL it receives the conversion report, the JSON object that

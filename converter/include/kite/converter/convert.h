@@ -38,6 +38,10 @@ struct ConvertOptions {
 // duplicates removed); false with err naming a level it does not know.
 bool resolve_pack_for(const std::vector<std::string>& requested, std::vector<std::string>* levels,
                       std::string* err);
+// Parses a comma-separated --pack-for list ("x86-avx512,arm64-neon") into
+// *requested, checking every name; false with err on an empty list or an
+// unknown name.
+bool parse_pack_for(const std::string& list, std::vector<std::string>* requested, std::string* err);
 
 // What one optimizer pass did over the whole pipeline run.
 struct PassStats {
