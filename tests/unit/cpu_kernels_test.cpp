@@ -1231,7 +1231,12 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{1, 3, 4, 1, {17}, {5}, {2}, {1}, {2, 1}, "", true},                    // 1-D
         ConvCase{2, 4, 4, 4, {15}, {3}, {1}, {2}, {2, 2}, "", true},                    // 1-D depthwise
         ConvCase{1, 2, 3, 1, {5, 6, 4}, {3, 2, 3}, {2, 1, 1}, {1, 1, 1}, {1, 0, 1, 1, 1, 1}, "", true},  // 3-D
-        ConvCase{1, 2, 2, 2, {4, 5, 6}, {3, 3, 3}, {1, 2, 1}, {1, 1, 2}, {1, 1, 1, 1, 1, 1}, "", false}  // 3-D depthwise
+        ConvCase{1, 2, 2, 2, {4, 5, 6}, {3, 3, 3}, {1, 2, 1}, {1, 1, 2}, {1, 1, 1, 1, 1, 1}, "", false},  // 3-D depthwise
+        // Enough pixels for column blocks (run_blocked: at least two blocks
+        // per thread, blocks of ~64K floats of packed B), with tails.
+        ConvCase{1, 64, 5, 1, {26, 26}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "", true},
+        ConvCase{2, 300, 7, 1, {37, 35}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, "", true},  // pointwise
+        ConvCase{1, 40, 6, 1, {70, 67}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, "", false}   // strided
         ));
 
 TEST(Conv, Handcomputed) {
