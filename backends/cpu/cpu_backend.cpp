@@ -20,6 +20,7 @@
 #include "half_bridge.h"
 #include "kernel.h"
 #include "kernels/fused_kernels.h"
+#include "kernels/sgemm.h"
 #include "kernels/weight_pack.h"
 #include "kite/abi/node.h"
 #include "kite/abi/plugin.h"
@@ -180,6 +181,20 @@ std::string cpu_model_name() {
   return name.empty() ? "host CPU" : name;
 }
 
+// The GEMM's ISA level and, on AArch64, the Armv8.2 extensions found at run
+// time: "x86-avx512", "arm64-neon; fp16 arithmetic, dot product detected".
+std::string isa_summary() {
+  std::string s = weight_pack::host_isa();
+  if (sgemm::detail::cpu_has_neon()) {
+    const sgemm::detail::ArmFeatures f = sgemm::detail::arm_features();
+    std::string found;
+    if (f.fp16_arithmetic) found += "fp16 arithmetic";
+    if (f.dot_product) found += std::string(found.empty() ? "" : ", ") + "dot product";
+    s += "; " + (found.empty() ? std::string("no Armv8.2 fp16/dot product") : found + " detected");
+  }
+  return s;
+}
+
 kite_status cpu_device_count(int32_t* out_count, char* err, size_t err_size) {
   if (!out_count) return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "out_count is NULL");
   *out_count = 1;
@@ -198,7 +213,7 @@ kite_status cpu_device_info(int32_t index, kite_backend_device_info* out, char* 
   const uint32_t size = out->struct_size;
   kite_backend_device_info info{};
   info.struct_size = size;
-  std::snprintf(info.name, sizeof info.name, "%s", cpu_model_name().c_str());
+  std::snprintf(info.name, sizeof info.name, "%s (%s)", cpu_model_name().c_str(), isa_summary().c_str());
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page = ::sysconf(_SC_PAGESIZE);
   info.memory_bytes = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;

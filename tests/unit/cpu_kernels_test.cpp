@@ -831,6 +831,30 @@ TEST(CpuBackend, ApiTable) {
   EXPECT_EQ(api->buffer_alloc, nullptr);
 }
 
+TEST(CpuBackend, DeviceNameSaysTheIsaLevelInUse) {
+  // The level is the one the GEMM runs at (and the packed-form key's); on
+  // AArch64 the Armv8.2 fp16 / dot-product extensions as found at run time.
+  const kite_backend_api* api = kite_cpu_backend_api();
+  kite_backend_device_info info{};
+  info.struct_size = sizeof info;
+  char err[256] = {};
+  ASSERT_EQ(api->device_info(0, &info, err, sizeof err), KITE_OK) << err;
+  const std::string name = info.name;
+  const kite::cpu::sgemm::MicroKernel level = kite::cpu::sgemm::micro_kernel_in_use();
+  const char* expected = level == kite::cpu::sgemm::MicroKernel::kAvx512  ? "(x86-avx512"
+                         : level == kite::cpu::sgemm::MicroKernel::kAvx2Fma ? "(x86-avx2"
+                         : level == kite::cpu::sgemm::MicroKernel::kNeon    ? "(arm64-neon; "
+                                                                             : "(portable";
+  EXPECT_NE(name.find(expected), std::string::npos) << name;
+#if defined(__aarch64__)
+  const kite::cpu::sgemm::detail::ArmFeatures f = kite::cpu::sgemm::detail::arm_features();
+  EXPECT_EQ(name.find("fp16 arithmetic") != std::string::npos, f.fp16_arithmetic) << name;
+  EXPECT_EQ(name.find("dot product") != std::string::npos && name.find("no Armv8.2") == std::string::npos,
+            f.dot_product)
+      << name;
+#endif
+}
+
 TEST(CpuBackend, CreateRejectsNegativeThreads) {
   const kite_backend_api* api = kite_cpu_backend_api();
   kite_backend_create_info info{};

@@ -14,6 +14,7 @@
 #include "kernel.h"
 #include "kite/ops/half.h"
 #include "kite/ops/resolve.h"
+#include "norm_neon.h"
 
 namespace kite::cpu {
 
@@ -173,6 +174,9 @@ BroadcastPlan make_broadcast_plan(const Shape& out, std::initializer_list<const 
 // passes with double sums; then y = (x - mean) * inv * scale (+ bias).
 // y may be x.
 inline void moments(const float* x, int64_t n, float epsilon, float* mean_out, float* inv_out) {
+#if defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+  neon::moments(x, n, epsilon, mean_out, inv_out);  // norm_neon.cpp
+#else
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) sum += x[i];
   const double mean = n > 0 ? sum / static_cast<double>(n) : 0.0;
@@ -184,14 +188,19 @@ inline void moments(const float* x, int64_t n, float epsilon, float* mean_out, f
   const double var = n > 0 ? sq / static_cast<double>(n) : 0.0;
   *mean_out = static_cast<float>(mean);
   *inv_out = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(epsilon)));
+#endif
 }
 inline void normalize_row(const float* x, int64_t n, float mean, float inv, const float* scale,
                           const float* bias, float* y) {
+#if defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+  neon::normalize_row(x, n, mean, inv, scale, bias, y);  // norm_neon.cpp
+#else
   if (bias) {
     for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * scale[i] + bias[i];
   } else {
     for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * scale[i];
   }
+#endif
 }
 
 // Rows per parallel chunk so that a chunk holds about `elements` elements.

@@ -81,6 +81,14 @@ void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const floa
                          int64_t cols, const float* row_bias, bool add, const Epilogue* epilogue);
 // AArch64 Advanced SIMD (sgemm_neon.cpp); stubs elsewhere.
 bool cpu_has_neon();
+// Armv8.2-A extensions, detected at run time (AT_HWCAP on Linux): fp16
+// vector arithmetic (asimdhp) and the dot product (asimddp). All false off
+// AArch64. No kernel uses them yet (no fp16-arithmetic or int8 kernels).
+struct ArmFeatures {
+  bool fp16_arithmetic = false;
+  bool dot_product = false;
+};
+ArmFeatures arm_features();
 void micro_kernel_neon(int64_t kc, const float* a, const float* b, float* acc);
 void micro_kernel_neon_x2(int64_t kc, const float* a0, const float* a1, const float* b,
                           float* acc0, float* acc1);

@@ -15,17 +15,34 @@
 // one B panel, 24 accumulators + 2 B + 2 A registers) keeps them all busy.
 // The fp32 kernel needs nothing beyond Armv8.0-A; the dot-product and fp16
 // extensions (Armv8.2-A) would only serve int8/fp16 kernels, which Kite's
-// CPU backend does not have yet.
+// CPU backend does not have yet: arm_features() detects them at run time
+// (never assumed from the build flags) and the CPU device's name reports
+// them, so a kernel that wants them has the check ready.
 #include <cstdint>
 
 #include "sgemm.h"
 
 #if defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
 #include <arm_neon.h>
+#if defined(__linux__)
+#include <sys/auxv.h>
+#endif
 
 namespace kite::cpu::sgemm::detail {
 
 bool cpu_has_neon() { return true; }
+
+ArmFeatures arm_features() {
+  ArmFeatures f;
+#if defined(__linux__)
+  // The kernel's hardware capability bits (asm/hwcap.h): HWCAP_ASIMDHP is
+  // bit 10, HWCAP_ASIMDDP bit 20.
+  const unsigned long hwcap = getauxval(AT_HWCAP);
+  f.fp16_arithmetic = (hwcap & (1ul << 10)) != 0;
+  f.dot_product = (hwcap & (1ul << 20)) != 0;
+#endif
+  return f;
+}
 
 void micro_kernel_neon(int64_t kc, const float* a, const float* b, float* acc) {
   static_assert(kMR == 6 && kNR == 8, "the NEON micro-kernel is written for 6x8 tiles");
@@ -132,6 +149,7 @@ void micro_kernel_neon_x2(int64_t kc, const float* a0, const float* a1, const fl
 namespace kite::cpu::sgemm::detail {
 
 bool cpu_has_neon() { return false; }
+ArmFeatures arm_features() { return ArmFeatures{}; }
 void micro_kernel_neon(int64_t, const float*, const float*, float*) {}
 void micro_kernel_neon_x2(int64_t, const float*, const float*, const float*, float*, float*) {}
 
