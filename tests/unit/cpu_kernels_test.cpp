@@ -1485,7 +1485,10 @@ INSTANTIATE_TEST_SUITE_P(
                       MatMulCase{{2, 3, 5, 8}, {8}, {2, 3, 5}},
                       MatMulCase{{12, 16, 33}, {12, 33, 16}, {12, 16, 16}},  // lanes
                       MatMulCase{{0, 3, 4}, {4, 2}, {0, 3, 2}},  // zero batch
-                      MatMulCase{{3, 0}, {0, 2}, {3, 2}}));      // K = 0
+                      MatMulCase{{3, 0}, {0, 2}, {3, 2}},        // K = 0
+                      // Batches of one row against a 2-D B: one GEMM of 32 rows.
+                      MatMulCase{{32, 1, 64}, {64, 48}, {32, 1, 48}},
+                      MatMulCase{{2, 3, 7, 5}, {5, 9}, {2, 3, 7, 9}}));
 
 // ===========================================================================
 // Pooling.

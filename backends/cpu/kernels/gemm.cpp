@@ -238,8 +238,19 @@ std::unique_ptr<Kernel> prepare_matmul(const KernelArgs& args, std::string* err)
   ob.constant = args.node->inputs[1]->is_constant != 0;
   ob.row_stride = n;
   ob.col_stride = 1;
+  // One B for every batch (a 2-D weight) and A's batches its own, in order:
+  // the batches are consecutive row blocks of one (batches * m) x k matrix
+  // and of the output, so one GEMM with batches * m rows does them all
+  // (a sequence-first attention projection: 32 batches of m = 1 become one
+  // GEMM of 32 rows). A constant A keeps its per-matrix packed layout.
+  int64_t rows = m;
+  if (batches > 1 && !oa.constant && shape_numel(b_batch) == 1 && shape_numel(a_batch) == batches) {
+    rows = batches * m;
+    oa.offsets = {0};
+    ob.offsets = {0};
+  }
   auto kernel = std::make_unique<MatrixProductKernel>(
-      m, n, k, 1.0f, std::move(oa), std::move(ob), static_cast<float*>(args.output_data(0)),
+      rows, n, k, 1.0f, std::move(oa), std::move(ob), static_cast<float*>(args.output_data(0)),
       args.threads);
   if (!kernel->prepare(args, err)) return nullptr;
   return kernel;
