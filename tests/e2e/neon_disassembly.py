@@ -26,6 +26,7 @@ CHECKS = [
     ("neon::moments(", {"fadd": 2, "fmla": 2, "fcvtl": 2}, "LayerNorm statistics (double sums)"),
     ("neon::normalize_row(", {"fmla": 1, "fmul": 2}, "LayerNorm scale and shift"),
     ("vmath::sigmoid(", {"fmla": 4}, "Sigmoid / SiLU (exp polynomial)"),
+    ("vmath::gelu(", {"fmla": 4}, "Gelu (erf and exp polynomials)"),
     ("run_binary<float, float, float, kite::cpu::(anonymous namespace)::AddOp>", {"fadd": 1},
      "elementwise Add, contiguous runs"),
     ("run_binary<float, float, float, kite::cpu::(anonymous namespace)::MulOp>", {"fmul": 1},

@@ -703,6 +703,61 @@ void check_sigmoid_bound(const char* level) {
   }
 }
 
+// vmath::gelu against double precision 0.5 x (1 + erf(x / sqrt 2)) at every
+// float step of 2^-12 over [-12, 12] plus large and special values, on each
+// level: |error| <= kGeluAbsError * max(1, |x|) (A&S 7.1.26's 1.5e-7 on erf
+// times 0.5 |x|, plus roundings). Tails give the same bits as full vectors.
+void check_gelu_bound(const char* level) {
+  namespace vm = kite::cpu::vmath;
+  std::vector<float> x;
+  for (int64_t i = -49152; i <= 49152; ++i) x.push_back(static_cast<float>(i) / 4096.0f);
+  for (float v : {1e-30f, -1e-30f, 30.0f, -30.0f, 1e4f, -1e4f}) x.push_back(v);
+  x.push_back(std::numeric_limits<float>::infinity());
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> g(x.size());
+  vm::gelu(x.data(), g.data(), static_cast<int64_t>(x.size()));
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double xd = x[i];
+    if (std::isnan(xd)) {
+      EXPECT_TRUE(std::isnan(g[i]));
+      continue;
+    }
+    if (std::isinf(xd)) {
+      EXPECT_EQ(g[i], std::numeric_limits<float>::infinity());
+      continue;
+    }
+    const double exact = 0.5 * xd * (1.0 + std::erf(xd / std::sqrt(2.0)));
+    const double err = std::fabs(g[i] - exact) / std::max(1.0, std::fabs(xd));
+    worst = std::max(worst, err);
+    ASSERT_LE(err, vm::kGeluAbsError) << "gelu(" << x[i] << ") = " << g[i] << ", exact " << exact;
+  }
+  std::printf("[ info     ] %s: gelu max error / max(1, |x|) %.3g (bound %.3g)\n", level, worst,
+              vm::kGeluAbsError);
+  for (size_t i = 0; i < 64; ++i) {
+    float one = 0;
+    vm::gelu(&x[i * 1531], &one, 1);
+    EXPECT_EQ(std::memcmp(&one, &g[i * 1531], sizeof one), 0) << x[i * 1531];
+  }
+}
+
+TEST(Vmath, GeluWithinItsStatedBound) {
+  namespace sg = kite::cpu::sgemm;
+  const std::pair<sg::MicroKernel, const char*> levels[] = {{sg::MicroKernel::kPortable, "portable"},
+                                                           {sg::MicroKernel::kAvx2Fma, "avx2"},
+                                                           {sg::MicroKernel::kAvx512, "avx512"},
+                                                           {sg::MicroKernel::kNeon, "neon"}};
+  int ran = 0;
+  for (const auto& level : levels) {
+    if (!sg::force_micro_kernel(level.first)) continue;
+    SCOPED_TRACE(level.second);
+    check_gelu_bound(level.second);
+    ++ran;
+  }
+  sg::force_portable_micro_kernel(false);
+  EXPECT_GE(ran, 1);
+}
+
 // ===========================================================================
 // The thread pool.
 

@@ -28,6 +28,23 @@ void apply_sigmoid(float* y, int64_t rows, int64_t n, const float* bias, ThreadP
   });
 }
 
+// Gelu (erf form) through vmath, as the unary Gelu runs it.
+void apply_gelu(float* y, int64_t rows, int64_t n, const float* bias, ThreadPool& pool) {
+  if (bias == nullptr) {
+    pool.parallel_for(rows * n, 16384, [&](int64_t begin, int64_t end) {
+      vmath::gelu(y + begin, y + begin, end - begin);
+    });
+    return;
+  }
+  pool.parallel_for(rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* row = y + r * n;
+      for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
+      vmath::gelu(row, row, n);
+    }
+  });
+}
+
 template <typename F>
 void apply(float* y, int64_t rows, int64_t n, const float* bias, ThreadPool& pool, F f) {
   if (bias == nullptr) {
@@ -78,9 +95,7 @@ void apply_activation(const Activation& act, float* y, int64_t rows, int64_t n, 
     case Activation::kTanh:
       return apply(y, rows, n, bias, pool, [](float x) { return std::tanh(x); });
     case Activation::kGelu:
-      return apply(y, rows, n, bias, pool, [](float x) {
-        return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
-      });
+      return apply_gelu(y, rows, n, bias, pool);
     case Activation::kGeluTanh:
       return apply(y, rows, n, bias, pool, [](float x) {
         return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));

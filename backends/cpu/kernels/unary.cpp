@@ -41,6 +41,10 @@ void run_sigmoid(const void* in_data, void* out_data, int64_t n, const Params&, 
   });
 }
 
+// Gelu (approximate "none"): the vectorised one the fused activations use
+// too (vmath.h); the tanh form stays GeluOp's.
+void run_gelu(const void* in_data, void* out_data, int64_t n, const Params& p, ThreadPool& pool);
+
 #define KITE_UNARY(Name, expr)                      \
   struct Name {                                     \
     const Params& p;                                \
@@ -125,6 +129,15 @@ struct GeluOp {
   }
 };
 
+void run_gelu(const void* in_data, void* out_data, int64_t n, const Params& p, ThreadPool& pool) {
+  if (p.tanh_gelu) return run_unary<float, GeluOp>(in_data, out_data, n, p, pool);
+  const float* in = static_cast<const float*>(in_data);
+  float* out = static_cast<float*>(out_data);
+  pool.parallel_for(n, 16384, [&](int64_t begin, int64_t end) {
+    vmath::gelu(in + begin, out + begin, end - begin);
+  });
+}
+
 template <typename F>
 UnaryFn numeric(kite_dtype d, bool ints) {
   switch (d) {
@@ -153,7 +166,7 @@ UnaryFn select(const std::string& op, kite_dtype d) {
   if (op == "Elu") return run_unary<float, EluOp>;
   if (op == "HardSigmoid") return run_unary<float, HardSigmoidOp>;
   if (op == "HardSwish") return run_unary<float, HardSwishOp>;
-  if (op == "Gelu") return run_unary<float, GeluOp>;
+  if (op == "Gelu") return run_gelu;
   if (op == "Ceil") return run_unary<float, CeilOp>;
   if (op == "Floor") return run_unary<float, FloorOp>;
   if (op == "Round") return run_unary<float, RoundOp>;

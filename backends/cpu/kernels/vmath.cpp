@@ -68,6 +68,27 @@ inline F4 sigmoid4(F4 x, bool times_x) {
   const F4 s = 1.0f / (1.0f + exp4(-x));
   return times_x ? x * s : s;
 }
+
+// Abramowitz and Stegun 7.1.26's constants.
+constexpr float kErfP = 0.3275911f;
+constexpr float kErfA1 = 0.254829592f, kErfA2 = -0.284496736f, kErfA3 = 1.421413741f,
+                kErfA4 = -1.453152027f, kErfA5 = 1.061405429f;
+
+inline F4 gelu4(F4 x) {
+  const F4 z = x * 0.7071067811865476f;
+  const I4 negative = z < 0.0f;
+  const F4 az = select(negative, -z, z);
+  const F4 t = 1.0f / (1.0f + kErfP * az);
+  F4 poly = splat(kErfA5);
+  poly = poly * t + kErfA4;
+  poly = poly * t + kErfA3;
+  poly = poly * t + kErfA2;
+  poly = poly * t + kErfA1;
+  poly = poly * t;
+  const F4 e = 1.0f - poly * exp4(-(az * az));  // erf(|z|)
+  const F4 erf = select(negative, -e, e);
+  return 0.5f * x * (1.0f + erf);
+}
 #endif
 
 #ifdef KITE_VMATH_AVX512
@@ -113,9 +134,88 @@ __attribute__((target("avx512f"))) void sigmoid_avx512(const float* in, float* o
     _mm512_mask_storeu_ps(out + i, m, sigmoid16(_mm512_maskz_loadu_ps(m, in + i), times_x));
   }
 }
+__attribute__((target("avx512f"))) __m512 exp16(__m512 y) {
+  y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(y, _mm512_set1_ps(88.0f), _CMP_GT_OQ), _mm512_set1_ps(88.0f));
+  y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(y, _mm512_set1_ps(-87.0f), _CMP_LT_OQ), _mm512_set1_ps(-87.0f));
+  const __m512 shifter = _mm512_set1_ps(12582912.0f);
+  const __m512 t = _mm512_add_ps(_mm512_mul_ps(y, _mm512_set1_ps(1.44269504088896341f)), shifter);
+  const __m512 n = _mm512_sub_ps(t, shifter);
+  __m512 r = _mm512_sub_ps(y, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f)));
+  r = _mm512_add_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(2.12194440e-4f)));
+  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f / 720.0f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(0.5f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f));
+  const __m512i bits = _mm512_maskz_slli_epi32(
+      0xffff,
+      _mm512_add_epi32(_mm512_sub_epi32(_mm512_castps_si512(t), _mm512_castps_si512(shifter)), _mm512_set1_epi32(127)),
+      23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+}
+
+// gelu4's steps at 16 lanes.
+__attribute__((target("avx512f"))) __m512 gelu16(__m512 x) {
+  const __m512 z = _mm512_mul_ps(x, _mm512_set1_ps(0.7071067811865476f));
+  const __mmask16 negative = _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_LT_OQ);
+  const __m512 az = _mm512_mask_sub_ps(z, negative, _mm512_setzero_ps(), z);
+  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f),
+                                 _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(_mm512_set1_ps(kErfP), az)));
+  __m512 poly = _mm512_set1_ps(kErfA5);
+  poly = _mm512_add_ps(_mm512_mul_ps(poly, t), _mm512_set1_ps(kErfA4));
+  poly = _mm512_add_ps(_mm512_mul_ps(poly, t), _mm512_set1_ps(kErfA3));
+  poly = _mm512_add_ps(_mm512_mul_ps(poly, t), _mm512_set1_ps(kErfA2));
+  poly = _mm512_add_ps(_mm512_mul_ps(poly, t), _mm512_set1_ps(kErfA1));
+  poly = _mm512_mul_ps(poly, t);
+  const __m512 e = _mm512_sub_ps(_mm512_set1_ps(1.0f),
+                                 _mm512_mul_ps(poly, exp16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(az, az)))));
+  const __m512 erf = _mm512_mask_sub_ps(e, negative, _mm512_setzero_ps(), e);
+  return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), _mm512_add_ps(_mm512_set1_ps(1.0f), erf));
+}
+
+__attribute__((target("avx512f"))) void gelu_avx512(const float* in, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, gelu16(_mm512_loadu_ps(in + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(out + i, m, gelu16(_mm512_maskz_loadu_ps(m, in + i)));
+  }
+}
 #endif
 
 }  // namespace
+
+void gelu(const float* in, float* out, int64_t n) {
+#ifdef KITE_VMATH_AVX512
+  if (sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512) {
+    gelu_avx512(in, out, n);
+    return;
+  }
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    F4 x;
+    std::memcpy(&x, in + i, sizeof x);
+    const F4 y = gelu4(x);
+    std::memcpy(out + i, &y, sizeof y);
+  }
+  if (i < n) {
+    float buf[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    std::memcpy(buf, in + i, sizeof(float) * static_cast<size_t>(n - i));
+    F4 x;
+    std::memcpy(&x, buf, sizeof x);
+    const F4 y = gelu4(x);
+    std::memcpy(buf, &y, sizeof y);
+    std::memcpy(out + i, buf, sizeof(float) * static_cast<size_t>(n - i));
+  }
+#else
+  for (int64_t i = 0; i < n; ++i) out[i] = 0.5f * in[i] * (1.0f + std::erf(in[i] * 0.7071067811865476f));
+#endif
+}
 
 void sigmoid(const float* in, float* out, int64_t n, bool times_x) {
 #ifdef KITE_VMATH_AVX512

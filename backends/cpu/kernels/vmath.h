@@ -22,4 +22,17 @@ namespace kite::cpu::vmath {
 constexpr double kSigmoidRelError = 5e-7;  // measured: 1.4e-7 on x86-64
 void sigmoid(const float* in, float* out, int64_t n, bool times_x);
 
+// out[i] = gelu(in[i]) = 0.5 x (1 + erf(x / sqrt 2)) (ONNX Gelu, approximate
+// "none"), shared by the unary Gelu and the fused MatMul/Conv/Gemm + Gelu.
+// erf by Abramowitz and Stegun 7.1.26: erf(z) = 1 - t (a1 + t (a2 + t (a3 +
+// t (a4 + t a5)))) exp(-z^2), t = 1 / (1 + p z), z >= 0, odd for z < 0, whose
+// error is at most 1.5e-7 absolute; exp as in sigmoid. So gelu's error is
+// about 0.5 |x| 1.5e-7 plus float rounding: measured against double
+// precision over [-12, 12] (tests/unit/cpu_kernels_test.cpp, Vmath.Gelu*),
+// within kGeluAbsError * max(1, |x|). NaN stays NaN; +inf gives +inf, -inf
+// NaN (0 * inf, as the formula does in floats). 16 lanes on the AVX-512 level,
+// else 4, as sigmoid.
+constexpr double kGeluAbsError = 3e-7;
+void gelu(const float* in, float* out, int64_t n);
+
 }  // namespace kite::cpu::vmath
