@@ -741,6 +741,61 @@ void check_gelu_bound(const char* level) {
   }
 }
 
+// vmath::softmax against double precision on rows of many lengths (tails of
+// every size, values over a wide range, a -inf entry), on each level.
+void check_softmax_bound(const char* level) {
+  namespace vm = kite::cpu::vmath;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-30.0f, 30.0f);
+  double worst = 0;
+  for (int64_t n : {1, 2, 3, 4, 5, 7, 15, 16, 17, 31, 32, 33, 100, 1000, 4099}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = u(rng);
+    if (n > 3) x[2] = -std::numeric_limits<float>::infinity();
+    std::vector<float> y(x.size());
+    vm::softmax(x.data(), y.data(), n);
+    double max = -INFINITY;
+    for (float v : x) max = std::max(max, static_cast<double>(v));
+    // Exact softmax of the float differences x - max the kernel (like the
+    // scalar loops) works from: that subtraction rounds, |x - max| 2^-24 in
+    // the exponent, before any approximation.
+    const float fmax = static_cast<float>(max);
+    double sum = 0;
+    for (float v : x) sum += std::exp(static_cast<double>(v - fmax));
+    for (int64_t j = 0; j < n; ++j) {
+      const double exact = std::exp(static_cast<double>(x[j] - fmax)) / sum;
+      if (exact < std::numeric_limits<float>::min()) {
+        EXPECT_LE(y[j], 1e-37f) << "n " << n << " j " << j;
+        continue;
+      }
+      const double rel = std::fabs(y[j] - exact) / exact;
+      worst = std::max(worst, rel);
+      ASSERT_LE(rel, vm::kSoftmaxRelError) << "n " << n << " j " << j << ": " << y[j] << " vs " << exact;
+    }
+    vm::softmax(x.data(), x.data(), n);  // in place: the same bits
+    EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)), 0) << n;
+  }
+  std::printf("[ info     ] %s: softmax max relative error %.3g (bound %.3g)\n", level, worst,
+              vm::kSoftmaxRelError);
+}
+
+TEST(Vmath, SoftmaxWithinItsStatedBound) {
+  namespace sg = kite::cpu::sgemm;
+  const std::pair<sg::MicroKernel, const char*> levels[] = {{sg::MicroKernel::kPortable, "portable"},
+                                                           {sg::MicroKernel::kAvx2Fma, "avx2"},
+                                                           {sg::MicroKernel::kAvx512, "avx512"},
+                                                           {sg::MicroKernel::kNeon, "neon"}};
+  int ran = 0;
+  for (const auto& level : levels) {
+    if (!sg::force_micro_kernel(level.first)) continue;
+    SCOPED_TRACE(level.second);
+    check_softmax_bound(level.second);
+    ++ran;
+  }
+  sg::force_portable_micro_kernel(false);
+  EXPECT_GE(ran, 1);
+}
+
 TEST(Vmath, GeluWithinItsStatedBound) {
   namespace sg = kite::cpu::sgemm;
   const std::pair<sg::MicroKernel, const char*> levels[] = {{sg::MicroKernel::kPortable, "portable"},

@@ -13,6 +13,7 @@
 #include "kite/abi/device_node.h"
 #include "kite/ops/attention.h"
 #include "softmax_neon.h"
+#include "vmath.h"
 
 namespace kite::cpu {
 
@@ -68,24 +69,16 @@ class AttentionKernel : public Kernel {
       }
       for (int64_t j = 0; j < t_; ++j) scores[j] += mask_[offset + j * mask_col_stride_];
     }
+    // Scores become probabilities in place, by the Softmax kernel's row
+    // (NEON on arm64, softmax_neon.h; vectorised exp elsewhere, vmath.h).
 #if defined(__aarch64__)
-    // The NEON row softmax, in place (softmax_neon.h): scores become
-    // probabilities.
     neon::softmax_contiguous(scores, scores, t_, false);
-    const float inv = 1.0f;
 #else
-    float max = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < t_; ++j) max = std::max(max, scores[j]);
-    float sum = 0.0f;
-    for (int64_t j = 0; j < t_; ++j) {
-      scores[j] = std::exp(scores[j] - max);
-      sum += scores[j];
-    }
-    const float inv = 1.0f / sum;
+    vmath::softmax(scores, scores, t_);
 #endif
     for (int64_t c = 0; c < dv_; ++c) out[c] = 0.0f;
     for (int64_t j = 0; j < t_; ++j) {
-      float p = scores[j] * inv;
+      float p = scores[j];
       if (nan_to_zero_ && std::isnan(p)) p = 0.0f;
       const float* vrow = v + j * dv_;
       for (int64_t c = 0; c < dv_; ++c) out[c] += p * vrow[c];

@@ -8,6 +8,7 @@
 #include "common.h"
 #include "kernels.h"
 #include "softmax_neon.h"
+#include "vmath.h"
 
 namespace kite::cpu {
 namespace {
@@ -55,6 +56,10 @@ class SoftmaxKernel : public Kernel {
     neon::softmax_contiguous(x, y, len_, log_);
     return;
 #endif
+    if (!log_) {
+      vmath::softmax(x, y, len_);  // vectorised exp (vmath.h)
+      return;
+    }
     float max = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < len_; ++j) max = std::max(max, x[j]);
     float sum = 0.0f;

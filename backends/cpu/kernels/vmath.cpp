@@ -1,7 +1,9 @@
 #include "vmath.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "sgemm.h"
 
@@ -88,6 +90,49 @@ inline F4 gelu4(F4 x) {
   const F4 e = 1.0f - poly * exp4(-(az * az));  // erf(|z|)
   const F4 erf = select(negative, -e, e);
   return 0.5f * x * (1.0f + erf);
+}
+
+void softmax4(const float* x, float* y, int64_t n) {
+  float max = -std::numeric_limits<float>::infinity();
+  int64_t i = 0;
+  F4 m4 = splat(max);
+  for (; i + 4 <= n; i += 4) {
+    F4 v;
+    std::memcpy(&v, x + i, sizeof v);
+    m4 = select(v > m4, v, m4);
+  }
+  for (int k = 0; k < 4; ++k) max = std::max(max, m4[k]);
+  for (; i < n; ++i) max = std::max(max, x[i]);
+  F4 s4 = splat(0.0f);
+  i = 0;
+  for (; i + 4 <= n; i += 4) {
+    F4 v;
+    std::memcpy(&v, x + i, sizeof v);
+    const F4 e = exp4(v - max);
+    std::memcpy(y + i, &e, sizeof e);
+    s4 += e;
+  }
+  float sum = (s4[0] + s4[1]) + (s4[2] + s4[3]);
+  if (i < n) {
+    float buf[4] = {max, max, max, max};
+    std::memcpy(buf, x + i, sizeof(float) * static_cast<size_t>(n - i));
+    F4 v;
+    std::memcpy(&v, buf, sizeof v);
+    const F4 e = exp4(v - max);
+    for (int64_t k = 0; k < n - i; ++k) {
+      y[i + k] = e[k];
+      sum += e[k];
+    }
+  }
+  const F4 inv = splat(1.0f / sum);
+  i = 0;
+  for (; i + 4 <= n; i += 4) {
+    F4 v;
+    std::memcpy(&v, y + i, sizeof v);
+    v *= inv;
+    std::memcpy(y + i, &v, sizeof v);
+  }
+  for (; i < n; ++i) y[i] *= inv[0];
 }
 #endif
 
@@ -176,6 +221,43 @@ __attribute__((target("avx512f"))) __m512 gelu16(__m512 x) {
   return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), _mm512_add_ps(_mm512_set1_ps(1.0f), erf));
 }
 
+__attribute__((target("avx512f"))) void softmax_avx512(const float* x, float* y, int64_t n) {
+  __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    m = _mm512_mask_mov_ps(m, _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ), v);
+  }
+  __mmask16 tail = i < n ? static_cast<__mmask16>((1u << (n - i)) - 1u) : 0;
+  if (tail) {
+    const __m512 v = _mm512_maskz_loadu_ps(tail, x + i);
+    m = _mm512_mask_mov_ps(m, static_cast<__mmask16>(_mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) & tail), v);
+  }
+  // Reductions through memory: GCC 12's _mm512_reduce_* trip -Wuninitialized.
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, m);
+  float max = lanes[0];
+  for (int k = 1; k < 16; ++k) max = std::max(max, lanes[k]);
+  const __m512 mv = _mm512_set1_ps(max);
+  __m512 s = _mm512_setzero_ps();
+  for (i = 0; i + 16 <= n; i += 16) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv));
+    _mm512_storeu_ps(y + i, e);
+    s = _mm512_add_ps(s, e);
+  }
+  if (tail) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + i), mv));
+    _mm512_mask_storeu_ps(y + i, tail, e);
+    s = _mm512_mask_add_ps(s, tail, s, e);
+  }
+  _mm512_store_ps(lanes, s);
+  float sum = 0.0f;
+  for (int k = 0; k < 16; ++k) sum += lanes[k];
+  const __m512 inv = _mm512_set1_ps(1.0f / sum);
+  for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), inv));
+  if (tail) _mm512_mask_storeu_ps(y + i, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, y + i), inv));
+}
+
 __attribute__((target("avx512f"))) void gelu_avx512(const float* in, float* out, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, gelu16(_mm512_loadu_ps(in + i)));
@@ -187,6 +269,29 @@ __attribute__((target("avx512f"))) void gelu_avx512(const float* in, float* out,
 #endif
 
 }  // namespace
+
+void softmax(const float* x, float* y, int64_t n) {
+  if (n <= 0) return;
+#ifdef KITE_VMATH_AVX512
+  if (sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512) {
+    softmax_avx512(x, y, n);
+    return;
+  }
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+  softmax4(x, y, n);
+#else
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j) max = std::max(max, x[j]);
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    y[j] = std::exp(x[j] - max);
+    sum += y[j];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j < n; ++j) y[j] *= inv;
+#endif
+}
 
 void gelu(const float* in, float* out, int64_t n) {
 #ifdef KITE_VMATH_AVX512
