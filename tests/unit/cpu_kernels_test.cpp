@@ -1675,7 +1675,12 @@ INSTANTIATE_TEST_SUITE_P(
         PoolCase{"AveragePool", {1, 1, 6, 6}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0, {1, 1, 3, 3}},
         PoolCase{"AveragePool", {1, 1, 6, 6}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, 1, {1, 1, 4, 4}},
         PoolCase{"AveragePool", {2, 1, 5, 4}, {2, 3}, {1, 1}, {0, 1, 1, 1}, {1, 1}, 0, 1, {2, 1, 5, 4}},
-        PoolCase{"AveragePool", {1, 1, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 0, 0, {1, 1, 1, 1}}));
+        PoolCase{"AveragePool", {1, 1, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 0, 0, {1, 1, 1, 1}},
+        // Stride 2 rows wide enough for the vector loop (four outputs per
+        // step), with tails, padding and ceil_mode.
+        PoolCase{"MaxPool", {1, 3, 13, 29}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0, {1, 3, 7, 15}},
+        PoolCase{"MaxPool", {1, 2, 11, 30}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0, {1, 2, 5, 15}},
+        PoolCase{"MaxPool", {1, 1, 5, 40}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0, {1, 1, 2, 20}}));
 
 TEST(Pool, MaxPoolHandcomputedCeilMode) {
   // 1x1x3x3, kernel 2, stride 2, ceil_mode: windows {0,1}x{0,1}, {0,1}x{2},
@@ -1705,6 +1710,37 @@ TEST(Pool, GlobalAveragePool) {
   }
   // 35 float additions and one division: ~36 roundings of the sum.
   ExpectNear(n.result(), want, 0.0, 40 * kUnitRoundoff);
+}
+
+TEST(Pool, GlobalPoolsOverLargePlanes) {
+  // Planes of 3 x 37 x 41 (1517 values: the 16-lane loops and a tail), a NaN
+  // in one plane (GlobalMaxPool skips it, as std::max does; the average is
+  // NaN) and the maximum in the tail of another.
+  Backend be(2);
+  std::vector<float> x = Random(3 * 1517, 72);
+  x[1517 + 100] = std::numeric_limits<float>::quiet_NaN();
+  x[2 * 1517 + 1516] = 50.0f;
+  Node avg("GlobalAveragePool"), mx("GlobalMaxPool");
+  avg.in({1, 3, 37, 41}, x).out({1, 3, 1, 1});
+  mx.in({1, 3, 37, 41}, x).out({1, 3, 1, 1});
+  ASSERT_TRUE(Runs(be, avg));
+  ASSERT_TRUE(Runs(be, mx));
+  std::vector<double> mean(3, 0.0);
+  std::vector<float> best(3, -std::numeric_limits<float>::infinity());
+  for (int64_t p = 0; p < 3; ++p) {
+    for (int64_t i = 0; i < 1517; ++i) {
+      mean[p] += x[p * 1517 + i] / 1517.0;
+      best[p] = std::max(best[p], x[p * 1517 + i]);
+    }
+  }
+  const std::vector<float> a = avg.result(), m = mx.result();
+  // Each lane's sum sees ~1517/16 + 6 roundings of partial sums below ~50
+  // (|x| <= 1): under 100 x 50 x 2^-24 = 3e-4 on the sum, 2e-7 on the mean.
+  EXPECT_NEAR(a[0], mean[0], 1e-6);
+  EXPECT_TRUE(std::isnan(a[1]));
+  EXPECT_NEAR(a[2], mean[2], 1e-6);
+  EXPECT_EQ(m, best);
+  EXPECT_EQ(m[2], 50.0f);
 }
 
 // ===========================================================================

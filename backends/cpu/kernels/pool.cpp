@@ -2,6 +2,7 @@
 // dilations, ceil_mode through the window geometry; MaxPool's optional
 // Indices output), GlobalAveragePool and GlobalMaxPool.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -11,6 +12,75 @@
 
 namespace kite::cpu {
 namespace {
+
+// Vector helpers (GCC/Clang vector extensions: SSE on x86-64's baseline,
+// NEON on arm64). Max keeps std::max's NaN rule, a < b ? b : a: a NaN
+// sample is skipped, a NaN already in the output stays.
+#if defined(__GNUC__) || defined(__clang__)
+#define KITE_POOL_VECTOR 1
+typedef float F4 __attribute__((vector_size(16)));
+
+inline F4 load4(const float* p) {
+  F4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store4(float* p, F4 v) { std::memcpy(p, &v, sizeof v); }
+inline F4 max4(F4 a, F4 b) { return a < b ? b : a; }
+#endif
+
+// out[o] = max(out[o], src[2 o]) for o in [lo, hi): two loads and an even
+// shuffle per four outputs. The vector loop reads src[2 o .. 2 o + 7], so
+// it stops while 2 o + 7 <= 2 (hi - 1), the last sample the range allows.
+void max_stride2(float* out, const float* src, int64_t lo, int64_t hi) {
+  int64_t o = lo;
+#ifdef KITE_POOL_VECTOR
+  for (; o + 5 <= hi; o += 4) {
+    const F4 a = load4(src + 2 * o), b = load4(src + 2 * o + 4);
+    const F4 v = __builtin_shufflevector(a, b, 0, 2, 4, 6);
+    store4(out + o, max4(load4(out + o), v));
+  }
+#endif
+  for (; o < hi; ++o) out[o] = std::max(out[o], src[2 * o]);
+}
+
+// Sum and max of n floats with 16 independent lanes (the order of the
+// additions differs from a single running sum; float rounding only).
+float sum_floats(const float* x, int64_t n) {
+  int64_t i = 0;
+  float sum = 0.0f;
+#ifdef KITE_POOL_VECTOR
+  F4 a0 = {}, a1 = {}, a2 = {}, a3 = {};
+  for (; i + 16 <= n; i += 16) {
+    a0 += load4(x + i);
+    a1 += load4(x + i + 4);
+    a2 += load4(x + i + 8);
+    a3 += load4(x + i + 12);
+  }
+  const F4 a = (a0 + a1) + (a2 + a3);
+  sum = (a[0] + a[1]) + (a[2] + a[3]);
+#endif
+  for (; i < n; ++i) sum += x[i];
+  return sum;
+}
+
+float max_floats(const float* x, int64_t n) {
+  int64_t i = 0;
+  float best = -std::numeric_limits<float>::infinity();
+#ifdef KITE_POOL_VECTOR
+  F4 m0 = best - F4{}, m1 = m0, m2 = m0, m3 = m0;
+  for (; i + 16 <= n; i += 16) {
+    m0 = max4(m0, load4(x + i));
+    m1 = max4(m1, load4(x + i + 4));
+    m2 = max4(m2, load4(x + i + 8));
+    m3 = max4(m3, load4(x + i + 12));
+  }
+  const F4 m = max4(max4(m0, m1), max4(m2, m3));
+  for (int k = 0; k < 4; ++k) best = std::max(best, m[k]);
+#endif
+  for (; i < n; ++i) best = std::max(best, x[i]);
+  return best;
+}
 
 // Per spatial axis and output position: the kernel taps [lo, hi) that land
 // inside the input, the input position of tap 0, and the number of taps
@@ -144,6 +214,8 @@ class PoolKernel : public Kernel {
               const float* src = row + tw * aw.dilation - aw.pad_begin;
               if (is_max && s == 1) {
                 for (int64_t ow = lo; ow < hi; ++ow) out[ow] = std::max(out[ow], src[ow]);
+              } else if (is_max && s == 2) {
+                max_stride2(out, src, lo, hi);
               } else if (is_max) {
                 for (int64_t ow = lo; ow < hi; ++ow) out[ow] = std::max(out[ow], src[ow * s]);
               } else if (s == 1) {
@@ -187,13 +259,9 @@ class GlobalPoolKernel : public Kernel {
       for (int64_t p = begin; p < end; ++p) {
         const float* x = x_ + p * plane_size_;
         if (max_) {
-          float best = -std::numeric_limits<float>::infinity();
-          for (int64_t i = 0; i < plane_size_; ++i) best = std::max(best, x[i]);
-          y_[p] = best;
+          y_[p] = max_floats(x, plane_size_);
         } else {
-          float sum = 0.0f;
-          for (int64_t i = 0; i < plane_size_; ++i) sum += x[i];
-          y_[p] = plane_size_ > 0 ? sum / static_cast<float>(plane_size_) : 0.0f;
+          y_[p] = plane_size_ > 0 ? sum_floats(x, plane_size_) / static_cast<float>(plane_size_) : 0.0f;
         }
       }
     });
