@@ -594,7 +594,10 @@ TEST(Depthwise, EveryLevelMatchesTheReference) {
     if (!forced.ok()) continue;
     ++levels;
     for (const Case& c : cases) {
-      for (bool with_bias : {false, true}) {
+      for (int variant = 0; variant < 4; ++variant) {
+        // 0: no bias, 1: bias, 2: bias + Relu, 3: bias + Clip(-0.25, 0.5)
+        // (the fused activation applied in the plane's store).
+        const bool with_bias = variant > 0;
         const int64_t oh = (c.h + 2 * c.ph - ((c.kh - 1) * c.dh + 1)) / c.sh + 1;
         const int64_t ow = (c.w + 2 * c.pw - c.kw) / c.sw + 1;
         ASSERT_GT(oh, 0);
@@ -602,8 +605,11 @@ TEST(Depthwise, EveryLevelMatchesTheReference) {
         const std::vector<float> x = Random(c.h * c.w, 71), w = Random(c.kh * c.kw, 72);
         const float bias = with_bias ? 0.375f : 0.0f;
         std::vector<float> y(static_cast<size_t>(oh * ow), -7.0f);
-        const dw::Plane plane{x.data(), c.h, c.w, y.data(), oh, ow, w.data(), c.kh, c.kw, c.sh,
-                              c.sw, c.ph, c.pw, c.dh, bias};
+        dw::Plane plane{x.data(), c.h, c.w, y.data(), oh, ow, w.data(), c.kh, c.kw, c.sh,
+                        c.sw, c.ph, c.pw, c.dh, bias};
+        plane.act = variant == 2 ? dw::Plane::kRelu : variant == 3 ? dw::Plane::kClip : dw::Plane::kNone;
+        plane.lo = -0.25f;
+        plane.hi = 0.5f;
         std::vector<float> scratch(static_cast<size_t>(dw::scratch_floats(plane)), 1e30f);
         dw::run_plane(plane, scratch.data());
         for (int64_t oy = 0; oy < oh; ++oy) {
@@ -620,6 +626,8 @@ TEST(Depthwise, EveryLevelMatchesTheReference) {
               }
             }
             const double tol = (c.kh * c.kw + 1) * std::ldexp(1.0, -24) * mag + 1e-30;
+            if (variant == 2) want = want > 0.0 ? want : 0.0;
+            if (variant == 3) want = std::min(0.5, std::max(-0.25, want));
             const float got = y[oy * ow + ox];
             ASSERT_LE(std::fabs(got - want), tol)
                 << "level " << static_cast<int>(level) << " case h" << c.h << " w" << c.w << " k"

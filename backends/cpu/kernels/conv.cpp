@@ -161,10 +161,11 @@ class ConvKernel : public Kernel {
     return true;
   }
 
-  // Relu and Clip go into the GEMM's store of each tile (sgemm::Epilogue);
-  // the direct (depthwise) path leaves them to the wrapper.
+  // Relu and Clip go into the GEMM's store of each tile (sgemm::Epilogue),
+  // or the vectorised depthwise plane's (depthwise::Plane::act); the other
+  // direct loops leave them to the wrapper.
   bool take_activation(const kite::ops::FusedActivation& act) override {
-    if (direct_) return false;
+    if (direct_ && !vector_depthwise()) return false;
     if (act.kind == kite::ops::FusedActivation::kRelu) {
       epilogue_.kind = sgemm::Epilogue::kRelu;
     } else if (act.kind == kite::ops::FusedActivation::kClip) {
@@ -415,7 +416,11 @@ class ConvKernel : public Kernel {
             y_ + (n * out_channels_ + m) * pixels_, g_.out[1], g_.out[2],
             w_ + m * g_.kernel_numel(), g_.kernel[1], g_.kernel[2],
             g_.stride[1], g_.stride[2], g_.pad[1], g_.pad[2],
-            g_.dilation[1], bias_ ? bias_[m] : 0.0f};
+            g_.dilation[1], bias_ ? bias_[m] : 0.0f,
+            epilogue_.kind == sgemm::Epilogue::kRelu   ? depthwise::Plane::kRelu
+            : epilogue_.kind == sgemm::Epilogue::kClip ? depthwise::Plane::kClip
+                                                       : depthwise::Plane::kNone,
+            epilogue_.lo, epilogue_.hi};
   }
 
   Geometry3 g_;

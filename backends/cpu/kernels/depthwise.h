@@ -21,6 +21,12 @@ struct Plane {
   int64_t kh, kw;
   int64_t stride_h, stride_w, pad_h, pad_w, dilation_h;
   float bias;
+  // Applied to each vector before it is stored (a fused Conv + Relu / Clip):
+  // kRelu x > 0 ? x : 0 (NaN gives 0); kClip x < lo ? lo : x, then > hi ? hi
+  // (NaN passes): the formulas of sgemm's epilogue and the fused activations.
+  enum Act { kNone, kRelu, kClip };
+  Act act = kNone;
+  float lo = 0.0f, hi = 0.0f;
 };
 
 // Whether run_plane takes this geometry: column stride 1 or 2, no column
