@@ -21,7 +21,7 @@ import sys
 CHECKS = [
     ("sgemm::detail::micro_kernel_neon(", {"fmla": 12}, "SGEMM 6x8 micro-kernel (Conv, Gemm, MatMul)"),
     ("sgemm::detail::micro_kernel_neon_x2(", {"fmla": 24}, "SGEMM two-panel micro-kernel"),
-    ("depthwise::portable::plane(", {"fmla": 2}, "depthwise convolution plane"),
+    ("depthwise::portable::", {"fmla": 4}, "depthwise convolution plane (its blocks)"),
     ("neon::softmax_contiguous(", {"fmla": 5, "fmax": 1}, "Softmax / LogSoftmax row, exp polynomial"),
     ("neon::moments(", {"fadd": 2, "fmla": 2, "fcvtl": 2}, "LayerNorm statistics (double sums)"),
     ("neon::normalize_row(", {"fmla": 1, "fmul": 2}, "LayerNorm scale and shift"),
