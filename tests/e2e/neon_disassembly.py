@@ -91,8 +91,10 @@ def main():
         print(f"     vector float instructions: {top or 'none'}")
         if missing:
             print(f"     needs at least: {', '.join(f'{m} {n}' for m, n in missing.items())}")
-        # A few lines of the hottest-looking stretch: the first run of fmla.
-        sample = [f"{m} {o}" for m, o in insns if m.startswith("fmla") or m.startswith("fadd")][:4]
+        # A few of the vector multiply-adds (or adds), for the record.
+        sample = [f"{m} {o}" for m, o in insns
+                  if (m.startswith("fmla") or m.startswith("fadd") or m.startswith("fmul"))
+                  and re.search(r"\bv\d+\.(4s|2d)\b", o)][:4]
         for s in sample:
             print(f"       {s}")
     print("NEON hot loops: " + ("all present" if failures == 0 else f"{failures} missing"))
