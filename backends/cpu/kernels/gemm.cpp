@@ -49,8 +49,14 @@ class MatrixProductKernel : public Kernel {
     const int64_t b_size = sgemm::packed_b_floats(k_, n_);
     if (a_.constant && !pre_pack(args, 0, a_, a_size, &packed_a_, &pa_, err)) return false;
     if (b_.constant && !pre_pack(args, 1, b_, b_size, &packed_b_, &pb_, err)) return false;
-    if (!a_.constant) work_a_.resize(static_cast<size_t>(lanes_ * a_size));
-    if (!b_.constant) work_b_.resize(static_cast<size_t>(lanes_ * b_size));
+    // The run-time packing buffers of the non-constant operands live in the
+    // backend's shared workspace (declared here, handed over at bind), not
+    // in memory of this kernel's own: a folded batch (see prepare_matmul)
+    // packs thousands of rows, once per node otherwise.
+    work_a_floats_ = a_.constant ? 0 : lanes_ * a_size;
+    work_b_floats_ = b_.constant ? 0 : lanes_ * b_size;
+    shared_ = args.workspace;
+    workspace()->reserve(static_cast<size_t>(work_a_floats_ + work_b_floats_));
     return true;
   }
 
@@ -112,7 +118,7 @@ class MatrixProductKernel : public Kernel {
     if (a_.constant) {
       pa = pa_ + a_.slots[batch] * a_size;
     } else {
-      float* w = work_a_.data() + lane * a_size;
+      float* w = workspace()->data() + lane * a_size;
       sgemm::pack_a(a_.data + a_.offsets[batch], a_.row_stride, a_.col_stride, m_, k_, alpha_, w,
                     pool);
       pa = w;
@@ -120,7 +126,7 @@ class MatrixProductKernel : public Kernel {
     if (b_.constant) {
       pb = pb_ + b_.slots[batch] * b_size;
     } else {
-      float* w = work_b_.data() + lane * b_size;
+      float* w = workspace()->data() + work_a_floats_ + lane * b_size;
       sgemm::pack_b(b_.data + b_.offsets[batch], b_.row_stride, b_.col_stride, k_, n_, w, pool);
       pb = w;
     }
@@ -150,7 +156,11 @@ class MatrixProductKernel : public Kernel {
   const float* addend_ = nullptr;
   float beta_ = 0.0f;
   BroadcastPlan addend_plan_;
-  std::vector<float> packed_a_, packed_b_, work_a_, work_b_;
+  std::vector<float> packed_a_, packed_b_;
+  int64_t work_a_floats_ = 0, work_b_floats_ = 0;  // in the workspace: A's, then B's
+  Workspace* shared_ = nullptr;       // the backend's, when built by one
+  mutable Workspace own_workspace_;   // else this kernel's own
+  Workspace* workspace() const { return shared_ ? shared_ : &own_workspace_; }
   // Constant operands packed: packed_a_/packed_b_, or the file's forms.
   const float* pa_ = nullptr;
   const float* pb_ = nullptr;
