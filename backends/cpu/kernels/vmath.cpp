@@ -137,48 +137,9 @@ void softmax4(const float* x, float* y, int64_t n) {
 #endif
 
 #ifdef KITE_VMATH_AVX512
-// sigmoid4's steps at 16 lanes (the processor's AVX-512F, chosen at run
-// time as the SGEMM level is). The compiler may fuse a multiply and an add
-// here, so the bits can differ from the 4-lane path's by an ulp or so; the
-// stated bound holds for both (tests/unit/cpu_kernels_test.cpp runs it on
-// each level), and on one machine every element gets the same bits.
-__attribute__((target("avx512f"))) __m512 sigmoid16(__m512 x, bool times_x) {
-  __m512 y = _mm512_sub_ps(_mm512_setzero_ps(), x);  // exp(-x)
-  // Clamped by compares, so that NaN stays NaN.
-  y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(y, _mm512_set1_ps(88.0f), _CMP_GT_OQ), _mm512_set1_ps(88.0f));
-  y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(y, _mm512_set1_ps(-87.0f), _CMP_LT_OQ), _mm512_set1_ps(-87.0f));
-  const __m512 shifter = _mm512_set1_ps(12582912.0f);
-  const __m512 t = _mm512_add_ps(_mm512_mul_ps(y, _mm512_set1_ps(1.44269504088896341f)), shifter);
-  const __m512 n = _mm512_sub_ps(t, shifter);
-  __m512 r = _mm512_sub_ps(y, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f)));
-  r = _mm512_add_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(2.12194440e-4f)));
-  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f / 720.0f));
-  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f / 120.0f));
-  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f / 24.0f));
-  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f / 6.0f));
-  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(0.5f));
-  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f));
-  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f));
-  // The masked form: GCC 12 warns about the unmasked one's undefined source.
-  const __m512i bits = _mm512_maskz_slli_epi32(
-      0xffff,
-      _mm512_add_epi32(_mm512_sub_epi32(_mm512_castps_si512(t), _mm512_castps_si512(shifter)), _mm512_set1_epi32(127)),
-      23);
-  const __m512 e = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
-  const __m512 s = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
-  return times_x ? _mm512_mul_ps(x, s) : s;
-}
-
-__attribute__((target("avx512f"))) void sigmoid_avx512(const float* in, float* out, int64_t n, bool times_x) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, sigmoid16(_mm512_loadu_ps(in + i), times_x));
-  if (i < n) {
-    // The tail through the same lanes, masked.
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
-    _mm512_mask_storeu_ps(out + i, m, sigmoid16(_mm512_maskz_loadu_ps(m, in + i), times_x));
-  }
-}
+// exp at 16 lanes: exp4's steps (the compiler may fuse a multiply and an
+// add here, so the bits can differ from the 4-lane path's by an ulp or so).
+// Clamped by compares, so that NaN stays NaN.
 __attribute__((target("avx512f"))) __m512 exp16(__m512 y) {
   y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(y, _mm512_set1_ps(88.0f), _CMP_GT_OQ), _mm512_set1_ps(88.0f));
   y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(y, _mm512_set1_ps(-87.0f), _CMP_LT_OQ), _mm512_set1_ps(-87.0f));
@@ -202,6 +163,26 @@ __attribute__((target("avx512f"))) __m512 exp16(__m512 y) {
   return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
 }
 
+// sigmoid4's steps at 16 lanes (the processor's AVX-512F, chosen at run
+// time as the SGEMM level is). The compiler may fuse a multiply and an add
+// here, so the bits can differ from the 4-lane path's by an ulp or so; the
+// stated bound holds for both (tests/unit/cpu_kernels_test.cpp runs it on
+// each level), and on one machine every element gets the same bits.
+__attribute__((target("avx512f"))) __m512 sigmoid16(__m512 x, bool times_x) {
+  const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), x));
+  const __m512 s = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+  return times_x ? _mm512_mul_ps(x, s) : s;
+}
+
+__attribute__((target("avx512f"))) void sigmoid_avx512(const float* in, float* out, int64_t n, bool times_x) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, sigmoid16(_mm512_loadu_ps(in + i), times_x));
+  if (i < n) {
+    // The tail through the same lanes, masked.
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(out + i, m, sigmoid16(_mm512_maskz_loadu_ps(m, in + i), times_x));
+  }
+}
 // gelu4's steps at 16 lanes.
 __attribute__((target("avx512f"))) __m512 gelu16(__m512 x) {
   const __m512 z = _mm512_mul_ps(x, _mm512_set1_ps(0.7071067811865476f));
