@@ -648,9 +648,9 @@ TEST(Depthwise, EveryLevelMatchesTheReference) {
 // gets the same bits wherever it sits (tails go through the same lanes).
 // On every level the processor has (4 lanes; 16 where the SGEMM level is
 // AVX-512).
-void check_sigmoid_bound(const char* level);
-
-TEST(Vmath, SigmoidWithinItsStatedBound) {
+// Runs check(level name) with vmath (and the GEMM) forced to each ISA level
+// the processor has, then back to the best; at least one level runs.
+void on_every_level(void (*check)(const char*)) {
   namespace sg = kite::cpu::sgemm;
   const std::pair<sg::MicroKernel, const char*> levels[] = {{sg::MicroKernel::kPortable, "portable"},
                                                            {sg::MicroKernel::kAvx2Fma, "avx2"},
@@ -660,11 +660,17 @@ TEST(Vmath, SigmoidWithinItsStatedBound) {
   for (const auto& level : levels) {
     if (!sg::force_micro_kernel(level.first)) continue;
     SCOPED_TRACE(level.second);
-    check_sigmoid_bound(level.second);
+    check(level.second);
     ++ran;
   }
   sg::force_portable_micro_kernel(false);
   EXPECT_GE(ran, 1);
+}
+
+void check_sigmoid_bound(const char* level);
+
+TEST(Vmath, SigmoidWithinItsStatedBound) {
+  on_every_level(check_sigmoid_bound);
 }
 
 void check_sigmoid_bound(const char* level) {
@@ -788,37 +794,11 @@ void check_softmax_bound(const char* level) {
 }
 
 TEST(Vmath, SoftmaxWithinItsStatedBound) {
-  namespace sg = kite::cpu::sgemm;
-  const std::pair<sg::MicroKernel, const char*> levels[] = {{sg::MicroKernel::kPortable, "portable"},
-                                                           {sg::MicroKernel::kAvx2Fma, "avx2"},
-                                                           {sg::MicroKernel::kAvx512, "avx512"},
-                                                           {sg::MicroKernel::kNeon, "neon"}};
-  int ran = 0;
-  for (const auto& level : levels) {
-    if (!sg::force_micro_kernel(level.first)) continue;
-    SCOPED_TRACE(level.second);
-    check_softmax_bound(level.second);
-    ++ran;
-  }
-  sg::force_portable_micro_kernel(false);
-  EXPECT_GE(ran, 1);
+  on_every_level(check_softmax_bound);
 }
 
 TEST(Vmath, GeluWithinItsStatedBound) {
-  namespace sg = kite::cpu::sgemm;
-  const std::pair<sg::MicroKernel, const char*> levels[] = {{sg::MicroKernel::kPortable, "portable"},
-                                                           {sg::MicroKernel::kAvx2Fma, "avx2"},
-                                                           {sg::MicroKernel::kAvx512, "avx512"},
-                                                           {sg::MicroKernel::kNeon, "neon"}};
-  int ran = 0;
-  for (const auto& level : levels) {
-    if (!sg::force_micro_kernel(level.first)) continue;
-    SCOPED_TRACE(level.second);
-    check_gelu_bound(level.second);
-    ++ran;
-  }
-  sg::force_portable_micro_kernel(false);
-  EXPECT_GE(ran, 1);
+  on_every_level(check_gelu_bound);
 }
 
 // ===========================================================================

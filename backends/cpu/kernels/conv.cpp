@@ -85,6 +85,26 @@ inline void valid_range(int64_t offset, int64_t stride, int64_t in, int64_t out,
   *hi = std::max(*lo, std::min(last_excl, out));
 }
 
+// A Conv or ConvTranspose weight (input 1) in the GEMM's packed-A layout,
+// floats long: a constant one from the file's form when it has one
+// (weight_pack.h), else packed into *own once by pack(); a computed one gets
+// *own sized here and packed at every run. Null (with err) when the file's
+// form is malformed.
+template <typename Pack>
+const float* packed_conv_weights(const KernelArgs& args, bool constant, int64_t floats,
+                                 std::vector<float>* own, Pack pack, std::string* err) {
+  if (constant) {
+    for (const weight_pack::Layout& l : weight_pack::layouts(*args.op)) {
+      if (l.input != 1) continue;
+      if (l.floats != floats) break;  // the rules disagree: pack here
+      return weight_pack::acquire(args, l, own, err);
+    }
+  }
+  own->resize(static_cast<size_t>(floats));
+  if (constant) pack();
+  return own->data();
+}
+
 class ConvKernel : public Kernel {
  public:
   ConvKernel(const Geometry3& g, int64_t batch, int64_t channels, int64_t out_channels,
@@ -217,22 +237,10 @@ class ConvKernel : public Kernel {
   }
 
  private:
-  // The packed weights: constant ones from the file's form when it has
-  // one (weight_pack.h), else packed here once; others are packed at every
-  // run into packed_w_.
   bool acquire_weights(const KernelArgs& args, int64_t floats, std::string* err) {
-    if (w_constant_) {
-      for (const weight_pack::Layout& l : weight_pack::layouts(*args.op)) {
-        if (l.input != 1) continue;
-        if (l.floats != floats) break;  // the rules disagree: pack here
-        weights_ = weight_pack::acquire(args, l, &packed_w_, err);
-        return weights_ != nullptr;
-      }
-    }
-    packed_w_.resize(static_cast<size_t>(floats));
-    if (w_constant_) pack_weights(nullptr);
-    weights_ = packed_w_.data();
-    return true;
+    weights_ = packed_conv_weights(args, w_constant_, floats, &packed_w_,
+                                   [this] { pack_weights(nullptr); }, err);
+    return weights_ != nullptr;
   }
 
   void pack_weights(ThreadPool* pool) {
@@ -498,22 +506,10 @@ class ConvTransposeKernel : public Kernel {
   }
 
  private:
-  // The packed weights: constant ones from the file's form when it has
-  // one (weight_pack.h), else packed here once; others are packed at every
-  // run into packed_w_.
   bool acquire_weights(const KernelArgs& args, int64_t floats, std::string* err) {
-    if (w_constant_) {
-      for (const weight_pack::Layout& l : weight_pack::layouts(*args.op)) {
-        if (l.input != 1) continue;
-        if (l.floats != floats) break;  // the rules disagree: pack here
-        weights_ = weight_pack::acquire(args, l, &packed_w_, err);
-        return weights_ != nullptr;
-      }
-    }
-    packed_w_.resize(static_cast<size_t>(floats));
-    if (w_constant_) pack_weights(nullptr);
-    weights_ = packed_w_.data();
-    return true;
+    weights_ = packed_conv_weights(args, w_constant_, floats, &packed_w_,
+                                   [this] { pack_weights(nullptr); }, err);
+    return weights_ != nullptr;
   }
 
   void pack_weights(ThreadPool* pool) {

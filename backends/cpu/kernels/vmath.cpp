@@ -92,6 +92,28 @@ inline F4 gelu4(F4 x) {
   return 0.5f * x * (1.0f + erf);
 }
 
+// out[i] = f(in[i]) four lanes at a time; the tail goes through the same
+// lanes (zero-padded), so every element gets the same bits wherever it sits.
+template <typename F>
+void map4(const float* in, float* out, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    F4 x;
+    std::memcpy(&x, in + i, sizeof x);
+    const F4 y = f(x);
+    std::memcpy(out + i, &y, sizeof y);
+  }
+  if (i < n) {
+    float buf[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    std::memcpy(buf, in + i, sizeof(float) * static_cast<size_t>(n - i));
+    F4 x;
+    std::memcpy(&x, buf, sizeof x);
+    const F4 y = f(x);
+    std::memcpy(buf, &y, sizeof y);
+    std::memcpy(out + i, buf, sizeof(float) * static_cast<size_t>(n - i));
+  }
+}
+
 void softmax4(const float* x, float* y, int64_t n) {
   float max = -std::numeric_limits<float>::infinity();
   int64_t i = 0;
@@ -174,15 +196,6 @@ __attribute__((target("avx512f"))) __m512 sigmoid16(__m512 x, bool times_x) {
   return times_x ? _mm512_mul_ps(x, s) : s;
 }
 
-__attribute__((target("avx512f"))) void sigmoid_avx512(const float* in, float* out, int64_t n, bool times_x) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, sigmoid16(_mm512_loadu_ps(in + i), times_x));
-  if (i < n) {
-    // The tail through the same lanes, masked.
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
-    _mm512_mask_storeu_ps(out + i, m, sigmoid16(_mm512_maskz_loadu_ps(m, in + i), times_x));
-  }
-}
 // gelu4's steps at 16 lanes.
 __attribute__((target("avx512f"))) __m512 gelu16(__m512 x) {
   const __m512 z = _mm512_mul_ps(x, _mm512_set1_ps(0.7071067811865476f));
@@ -200,6 +213,28 @@ __attribute__((target("avx512f"))) __m512 gelu16(__m512 x) {
                                  _mm512_mul_ps(poly, exp16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(az, az)))));
   const __m512 erf = _mm512_mask_sub_ps(e, negative, _mm512_setzero_ps(), e);
   return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), _mm512_add_ps(_mm512_set1_ps(1.0f), erf));
+}
+
+// The 16-lane functions as function objects for map16 (its caller passes
+// no vector by value: a non-AVX-512 caller may not).
+struct Sigmoid16 {
+  bool times_x;
+  __attribute__((target("avx512f"))) __m512 operator()(__m512 x) const { return sigmoid16(x, times_x); }
+};
+struct Gelu16 {
+  __attribute__((target("avx512f"))) __m512 operator()(__m512 x) const { return gelu16(x); }
+};
+
+// out[i] = f(in[i]) sixteen lanes at a time, the tail through the same lanes
+// masked.
+template <typename F>
+__attribute__((target("avx512f"))) void map16(const float* in, float* out, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, f(_mm512_loadu_ps(in + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(out + i, m, f(_mm512_maskz_loadu_ps(m, in + i)));
+  }
 }
 
 __attribute__((target("avx512f"))) void softmax_avx512(const float* x, float* y, int64_t n) {
@@ -239,14 +274,6 @@ __attribute__((target("avx512f"))) void softmax_avx512(const float* x, float* y,
   if (tail) _mm512_mask_storeu_ps(y + i, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, y + i), inv));
 }
 
-__attribute__((target("avx512f"))) void gelu_avx512(const float* in, float* out, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, gelu16(_mm512_loadu_ps(in + i)));
-  if (i < n) {
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
-    _mm512_mask_storeu_ps(out + i, m, gelu16(_mm512_maskz_loadu_ps(m, in + i)));
-  }
-}
 #endif
 
 }  // namespace
@@ -277,27 +304,12 @@ void softmax(const float* x, float* y, int64_t n) {
 void gelu(const float* in, float* out, int64_t n) {
 #ifdef KITE_VMATH_AVX512
   if (sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512) {
-    gelu_avx512(in, out, n);
+    map16(in, out, n, Gelu16{});
     return;
   }
 #endif
 #if defined(__GNUC__) || defined(__clang__)
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    F4 x;
-    std::memcpy(&x, in + i, sizeof x);
-    const F4 y = gelu4(x);
-    std::memcpy(out + i, &y, sizeof y);
-  }
-  if (i < n) {
-    float buf[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    std::memcpy(buf, in + i, sizeof(float) * static_cast<size_t>(n - i));
-    F4 x;
-    std::memcpy(&x, buf, sizeof x);
-    const F4 y = gelu4(x);
-    std::memcpy(buf, &y, sizeof y);
-    std::memcpy(out + i, buf, sizeof(float) * static_cast<size_t>(n - i));
-  }
+  map4(in, out, n, [](F4 x) { return gelu4(x); });
 #else
   for (int64_t i = 0; i < n; ++i) out[i] = 0.5f * in[i] * (1.0f + std::erf(in[i] * 0.7071067811865476f));
 #endif
@@ -306,29 +318,12 @@ void gelu(const float* in, float* out, int64_t n) {
 void sigmoid(const float* in, float* out, int64_t n, bool times_x) {
 #ifdef KITE_VMATH_AVX512
   if (sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512) {
-    sigmoid_avx512(in, out, n, times_x);
+    map16(in, out, n, Sigmoid16{times_x});
     return;
   }
 #endif
 #if defined(__GNUC__) || defined(__clang__)
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    F4 x;
-    std::memcpy(&x, in + i, sizeof x);
-    const F4 y = sigmoid4(x, times_x);
-    std::memcpy(out + i, &y, sizeof y);
-  }
-  if (i < n) {
-    // The tail through the same lanes, so every element gets the same bits
-    // wherever it sits.
-    float buf[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    std::memcpy(buf, in + i, sizeof(float) * static_cast<size_t>(n - i));
-    F4 x;
-    std::memcpy(&x, buf, sizeof x);
-    const F4 y = sigmoid4(x, times_x);
-    std::memcpy(buf, &y, sizeof y);
-    std::memcpy(out + i, buf, sizeof(float) * static_cast<size_t>(n - i));
-  }
+  map4(in, out, n, [times_x](F4 x) { return sigmoid4(x, times_x); });
 #else
   for (int64_t i = 0; i < n; ++i) {
     const float x = in[i];
