@@ -37,6 +37,10 @@ struct Options {
   int threads = 0;       // 0: one per core
   bool fused = true;     // fused=0: decline fused nodes (their bodies run instead)
   bool profile = false;  // time every kernel (kernel_time)
+  // winograd=0: every convolution through im2col + GEMM, so that a 3x3
+  // convolution's rounding does not depend on its image size (a banded
+  // convolution under a memory budget then equals the whole one bit for bit).
+  bool winograd = true;
 };
 
 struct Backend {
@@ -147,9 +151,10 @@ class ViewPackedForms : public PackedForms {
 
 // For the placement: which of the node's weights the kernel will pack at
 // load because the file carries no form for this ISA level ("" when none).
-std::string packed_at_load_note(const kite_backend_node2& node, const kite::ops::OpNode& op) {
+std::string packed_at_load_note(const kite_backend_node2& node, const kite::ops::OpNode& op,
+                                bool winograd) {
   std::string missing;
-  for (const weight_pack::Layout& l : weight_pack::layouts(op)) {
+  for (const weight_pack::Layout& l : weight_pack::layouts(op, winograd)) {
     const kite_backend_tensor2* t = l.input < node.num_inputs ? node.inputs[l.input] : nullptr;
     const std::string key = weight_pack::key(weight_pack::host_isa(), l.name);
     if (t == nullptr || ViewPackedForms::find_form(t, key, nullptr) != nullptr) continue;
@@ -251,6 +256,12 @@ kite_status cpu_create2(void* /*device*/, const kite_backend_create_info* info, 
                             std::to_string(kMaxThreads));
           }
           options.threads = static_cast<int>(v);
+        } else if (key == "winograd") {
+          if (value != "0" && value != "1") {
+            return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT,
+                        "option winograd=" + value + ": expected 0 or 1");
+          }
+          options.winograd = value == "1";
         } else if (key == "fused") {
           if (value != "0" && value != "1") {
             return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "option fused=" + value + ": expected 0 or 1");
@@ -258,7 +269,7 @@ kite_status cpu_create2(void* /*device*/, const kite_backend_create_info* info, 
           options.fused = value == "1";
         } else {
           return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT,
-                      "unknown option '" + key + "' (the CPU backend knows threads=N, fused=0|1)");
+                      "unknown option '" + key + "' (the CPU backend knows threads=N, fused=0|1, winograd=0|1)");
         }
       }
     }
@@ -304,7 +315,7 @@ int cpu_supports2(void* backend, const kite_backend_node2* node, char* reason, s
       bridged = true;
       return std::string();
     }
-    if (why.empty()) pack_note = packed_at_load_note(*node, accepted.op);
+    if (why.empty()) pack_note = packed_at_load_note(*node, accepted.op, !b || b->options.winograd);
     return why;
   });
   // Taken: say how, for the node's placement (kite/backend.h, supports2).
@@ -381,6 +392,7 @@ kite_status cpu_prepare2(void* backend, const kite_backend_node2* node2, void** 
       if (!why.empty()) return fail(err, err_size, KITE_ERROR_UNSUPPORTED, node_label(node) + ": " + why);
     }
     KernelArgs args{node, &op, b->pool.size()};
+    args.winograd = b->options.winograd;
     args.workspace = &b->workspace;
     const ViewPackedForms forms(prepared->view);
     args.packed = &forms;

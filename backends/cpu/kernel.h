@@ -100,6 +100,8 @@ struct KernelArgs {
   const kite_backend_node* node;
   const kite::ops::OpNode* op;
   int threads = 1;  // size of the pool that run will get (for per-thread scratch)
+  // Whether Conv may run as Winograd F(4x4, 3x3) (the option winograd=0|1).
+  bool winograd = true;
   // The backend's shared scratch; null when a kernel is built outside a
   // backend instance (inside a fused kernel): it then keeps its own.
   Workspace* workspace = nullptr;

@@ -37,6 +37,7 @@
 #include "kernels/depthwise.h"
 #include "kernels/sgemm.h"
 #include "kernels/vmath.h"
+#include "kernels/winograd.h"
 #include "kite/abi/node.h"
 #include "kite/backend.h"
 #include "kite/ops/op_node.h"
@@ -1360,6 +1361,180 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{2, 300, 7, 1, {37, 35}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, "", true},  // pointwise
         ConvCase{1, 40, 6, 1, {70, 67}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, "", false}   // strided
         ));
+
+// ---------------------------------------------------------------------------
+// Winograd F(4x4, 3x3) against the direct sum in double precision.
+//
+// The error bound, to first order in u = 2^-24, from the steps of the
+// computation (the transform matrices of winograd.h: B^T, G, A^T):
+//   U = G g G^T, rounded once from double:          |dU| <= u |U|
+//   V = B^T d B in float, at most 9 roundings deep:  |dV| <= 10u (|B^T| |d| |B|)
+//   M = sum over c of U V (the GEMM):                |dM| <= (C + 12) u sum_c |U| (|B^T||d||B|)
+//   y = A^T M A in float, at most 8 roundings deep, then the bias: 10u more,
+// so |y - exact| <= (C + 22) u S with S = sum over the 36 points of
+// |A^T|_i |A^T|_j sum_c |U| (|B^T| |d| |B|), computed here in double from the
+// absolute values of the matrices, and times kDotSlack as for the direct sums.
+// Relu and Clip are 1-Lipschitz: the same bound holds after them. A bug (a
+// wrong pad, tile or lane) is an error the size of the outputs, thousands of
+// times this bound.
+struct WinogradCase {
+  int64_t c, m, h, w;
+  int64_t pt, pl, pb, pr;  // pads: top, left, bottom, right
+  int threads;
+  kite::cpu::sgemm::Epilogue::Kind act;
+  bool bias;
+};
+
+void check_winograd(const char* /*level*/) {
+  namespace wg = kite::cpu::winograd;
+  static const double BT[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                                  {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+  static const double G[6][3] = {{0.25, 0, 0},          {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                 {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                 {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+  static const double AT[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0},
+                                  {0, 1, -1, 8, -8, 1}};
+  using K = kite::cpu::sgemm::Epilogue;
+  const WinogradCase cases[] = {
+      {3, 5, 16, 16, 1, 1, 1, 1, 1, K::kRelu, true},     // 4 tiles a row: 4 rows per 16 lanes
+      {8, 12, 17, 23, 1, 1, 1, 1, 2, K::kNone, true},    // partial tiles at the right and bottom
+      {16, 7, 30, 70, 0, 2, 1, 1, 3, K::kClip, false},   // uneven pads, 2 tile rows per 16 lanes
+      {4, 6, 40, 10, 1, 1, 1, 1, 1, K::kNone, true},     // 3 tiles a row: the scalar gather
+      {8, 8, 128, 96, 1, 1, 1, 1, 2, K::kRelu, true},    // a block per thread
+      {64, 64, 20, 20, 1, 1, 1, 1, 2, K::kNone, true},   // threads share each step
+      {70, 20, 40, 40, 1, 1, 1, 1, 1, K::kNone, false},  // channels past one GEMM panel block
+      {3, 4, 12, 12, 2, 2, 2, 2, 2, K::kClip, true},     // pads of 2: output larger than input
+  };
+  for (const WinogradCase& k : cases) {
+    SCOPED_TRACE("c" + std::to_string(k.c) + " m" + std::to_string(k.m) + " " + std::to_string(k.h) +
+                 "x" + std::to_string(k.w) + " threads " + std::to_string(k.threads));
+    const int64_t oh = k.h + k.pt + k.pb - 2, ow = k.w + k.pl + k.pr - 2;
+    kite::ops::WindowGeometry g;
+    g.input = {k.h, k.w};
+    g.output = {oh, ow};
+    g.kernel = {3, 3};
+    g.strides = {1, 1};
+    g.dilations = {1, 1};
+    g.pads_begin = {k.pt, k.pl};
+    g.pads_end = {k.pb, k.pr};
+    ASSERT_TRUE(wg::applies(g, k.c, k.m));
+    const std::vector<float> x = Random(k.c * k.h * k.w, 31), w = Random(k.m * k.c * 9, 32, -0.5f, 0.5f),
+                             bias = Random(k.m, 33);
+    std::vector<float> u(static_cast<size_t>(wg::packed_weight_floats(k.m, k.c)));
+    wg::pack_weights(w.data(), k.m, k.c, u.data());
+    const wg::Conv conv(k.c, k.m, k.h, k.w, oh, ow, k.pt, k.pl);
+    std::vector<float> ws(static_cast<size_t>(conv.workspace_floats(k.threads)));
+    std::vector<float> y(static_cast<size_t>(k.m * oh * ow), std::numeric_limits<float>::quiet_NaN());
+    K epi;
+    epi.kind = k.act;
+    epi.lo = -0.5f;
+    epi.hi = 0.75f;
+    kite::cpu::ThreadPool pool(k.threads);
+    conv.run(x.data(), u.data(), k.bias ? bias.data() : nullptr, epi, y.data(), ws.data(), k.threads, pool);
+
+    // |U| per (m, c, point) and |B^T| |d| |B| per (c, tile, point), in double.
+    const int64_t th = (oh + 3) / 4, tw = (ow + 3) / 4;
+    std::vector<double> ua(static_cast<size_t>(k.m * k.c * 36)), va(static_cast<size_t>(k.c * th * tw * 36));
+    for (int64_t mc = 0; mc < k.m * k.c; ++mc) {
+      for (int a = 0; a < 6; ++a) {
+        for (int b = 0; b < 6; ++b) {
+          double s = 0;
+          for (int i = 0; i < 3; ++i) {
+            for (int j = 0; j < 3; ++j) s += std::fabs(G[a][i] * G[b][j] * w[mc * 9 + i * 3 + j]);
+          }
+          ua[mc * 36 + a * 6 + b] = s;
+        }
+      }
+    }
+    auto in_at = [&](int64_t c, int64_t yy, int64_t xx) -> double {
+      return yy >= 0 && yy < k.h && xx >= 0 && xx < k.w ? x[(c * k.h + yy) * k.w + xx] : 0.0;
+    };
+    for (int64_t c = 0; c < k.c; ++c) {
+      for (int64_t t = 0; t < th * tw; ++t) {
+        const int64_t y0 = t / tw * 4 - k.pt, x0 = t % tw * 4 - k.pl;
+        for (int a = 0; a < 6; ++a) {
+          for (int b = 0; b < 6; ++b) {
+            double s = 0;
+            for (int i = 0; i < 6; ++i) {
+              for (int j = 0; j < 6; ++j) s += std::fabs(BT[a][i] * BT[b][j] * in_at(c, y0 + i, x0 + j));
+            }
+            va[(c * th * tw + t) * 36 + a * 6 + b] = s;
+          }
+        }
+      }
+    }
+    int failures = 0;
+    double worst = 0;
+    for (int64_t m = 0; m < k.m && failures < 10; ++m) {
+      for (int64_t oy = 0; oy < oh; ++oy) {
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          double exact = k.bias ? bias[m] : 0.0;
+          for (int64_t c = 0; c < k.c; ++c) {
+            for (int i = 0; i < 3; ++i) {
+              for (int j = 0; j < 3; ++j) {
+                exact += in_at(c, oy - k.pt + i, ox - k.pl + j) * w[((m * k.c + c) * 3 + i) * 3 + j];
+              }
+            }
+          }
+          if (k.act == K::kRelu) exact = exact > 0 ? exact : 0;
+          if (k.act == K::kClip) exact = std::min<double>(std::max<double>(exact, epi.lo), epi.hi);
+          const int64_t t = oy / 4 * tw + ox / 4, i = oy % 4, j = ox % 4;
+          double s = 0;
+          for (int p = 0; p < 36; ++p) {
+            double sum_c = 0;
+            for (int64_t c = 0; c < k.c; ++c) sum_c += ua[(m * k.c + c) * 36 + p] * va[(c * th * tw + t) * 36 + p];
+            s += std::fabs(AT[i][p / 6] * AT[j][p % 6]) * sum_c;
+          }
+          const double tol = kDotSlack * static_cast<double>(k.c + 22) * kUnitRoundoff * (s + std::fabs(exact));
+          const float got = y[(m * oh + oy) * ow + ox];
+          const double err = std::fabs(got - exact);
+          worst = std::max(worst, s > 0 ? err / (kDotSlack * (k.c + 22) * kUnitRoundoff * s) : 0.0);
+          if (!(err <= tol) && failures++ < 10) {
+            ADD_FAILURE() << "m " << m << " at (" << oy << ", " << ox << "): got " << got << ", want "
+                          << exact << " (tol " << tol << ")";
+          }
+        }
+      }
+    }
+    std::printf("    winograd c%lld m%lld %lldx%lld: largest error %.3f of the bound\n",
+                static_cast<long long>(k.c), static_cast<long long>(k.m), static_cast<long long>(oh),
+                static_cast<long long>(ow), worst);
+  }
+}
+
+TEST(Winograd, WithinItsErrorBoundOnEveryLevel) {
+  on_every_level(check_winograd);
+}
+
+TEST(Winograd, AppliesOnlyTo3x3Stride1WithEnoughTiles) {
+  namespace wg = kite::cpu::winograd;
+  kite::ops::WindowGeometry g;
+  g.input = {16, 16};
+  g.output = {16, 16};
+  g.kernel = {3, 3};
+  g.strides = {1, 1};
+  g.dilations = {1, 1};
+  g.pads_begin = {1, 1};
+  g.pads_end = {1, 1};
+  EXPECT_TRUE(wg::applies(g, 8, 8));  // 16 tiles
+  EXPECT_FALSE(wg::applies(g, 1, 8));  // one input channel: the direct loop
+  kite::ops::WindowGeometry small = g;
+  small.input = small.output = {12, 12};  // 9 tiles
+  EXPECT_FALSE(wg::applies(small, 8, 8));
+  kite::ops::WindowGeometry strided = g;
+  strided.strides = {2, 2};
+  strided.output = {8, 8};
+  EXPECT_FALSE(wg::applies(strided, 8, 8));
+  kite::ops::WindowGeometry dilated = g;
+  dilated.dilations = {2, 2};
+  EXPECT_FALSE(wg::applies(dilated, 8, 8));
+  kite::ops::WindowGeometry grouped = g;
+  grouped.group = 2;
+  EXPECT_FALSE(wg::applies(grouped, 8, 8));
+  kite::ops::WindowGeometry five = g;
+  five.kernel = {5, 5};
+  EXPECT_FALSE(wg::applies(five, 8, 8));
+}
 
 TEST(Conv, Handcomputed) {
   // 1x1x3x3 input, 2x2 kernel of ones, stride 1, no padding, bias 0.5.

@@ -97,6 +97,8 @@ std::vector<OneNode> sweep() {
                    {int_attr("group", 2), ints_attr("strides", {2, 2}), ints_attr("dilations", {2, 3})}});
   cases.push_back({"Conv", {1, 4, 11}, {7, 4, 3}, {7}, {1, 7, 9}, {}});
   cases.push_back({"Conv", {1, 3, 4, 4, 4}, {5, 3, 2, 2, 2}, {5}, {1, 5, 3, 3, 3}, {}});
+  // 3x3 stride 1 on 16 output tiles: Winograd, weights in layout wino43-a6.
+  cases.push_back({"Conv", {1, 4, 16, 16}, {6, 4, 3, 3}, {6}, {1, 6, 16, 16}, {ints_attr("pads", {1, 1, 1, 1})}});
   // ConvTranspose, plain and grouped.
   cases.push_back({"ConvTranspose", {1, 4, 3, 3}, {4, 5, 3, 3}, {5}, {1, 5, 5, 5}, {}});
   cases.push_back({"ConvTranspose", {1, 6, 4, 4}, {6, 2, 2, 2}, {}, {1, 6, 8, 8},
@@ -139,7 +141,7 @@ struct Session {
   std::vector<uint8_t> bytes;
   kite_status created = KITE_ERROR_INTERNAL;
   std::string error;
-  explicit Session(const Model& in) {
+  explicit Session(const Model& in, const char* winograd = nullptr) {
     Model m = in;
     std::string err;
     if (m.plan.offsets.size() != m.tensors.size()) kite::memory::plan_memory(&m, 256, &err);
@@ -150,6 +152,7 @@ struct Session {
     }
     kite_session_options_create(&options);
     kite_session_options_set_backends(options, "cpu");
+    if (winograd) kite_session_options_set_backend_option(options, "cpu", "winograd", winograd);
     created = kite_session_create(model, options, &session);
     if (created != KITE_OK) error = kite_last_error();
   }
@@ -260,6 +263,33 @@ TEST(PackedForms, OneBlobServesEveryLevel) {
   Session s(m);
   ASSERT_EQ(s.created, KITE_OK) << s.error;
   EXPECT_EQ(s.reasons().find("weights packed at load"), std::string::npos) << s.reasons();
+}
+
+TEST(PackedForms, WinogradConvsReadTheTransformedForm) {
+  // The converter writes the 3x3 weights transformed (36 matrices of G g
+  // G^T); a form of zeros gives the bias, so the kernel read it. With the
+  // backend's winograd=0 the im2col kernel needs the plain layout, which
+  // this file lacks: packed at load, and the placement says which.
+  const OneNode c{"Conv", {1, 4, 16, 16}, {6, 4, 3, 3}, {6}, {1, 6, 16, 16}, {ints_attr("pads", {1, 1, 1, 1})}};
+  const Model plain = one_node_model(c);
+  Model m = with_forms(plain, {wp::host_isa()});
+  ASSERT_EQ(m.packed.size(), 1u);
+  ASSERT_EQ(m.packed[0].keys.size(), 1u);
+  EXPECT_EQ(m.packed[0].keys[0], wp::key(wp::host_isa(), "wino43-a6"));
+  const std::vector<float> x = ramp(4 * 16 * 16, 7);
+  Session off(m, "0"), on(m), off_plain(plain, "0");
+  ASSERT_EQ(off.created, KITE_OK) << off.error;
+  EXPECT_NE(off.reasons().find("weights packed at load (the file has no " + wp::key(wp::host_isa(), "conv-a6-g1")),
+            std::string::npos)
+      << off.reasons();
+  EXPECT_EQ(on.reasons().find("weights packed at load"), std::string::npos) << on.reasons();
+  // winograd=0 is the im2col kernel whatever the file holds.
+  EXPECT_EQ(off.run(x, 6 * 256), off_plain.run(x, 6 * 256));
+  std::fill(m.packed[0].data.begin(), m.packed[0].data.end(), 0);
+  Session zeros(m);
+  ASSERT_EQ(zeros.created, KITE_OK) << zeros.error;
+  const std::vector<float> bias = ramp(6, 2), y = zeros.run(x, 6 * 256);
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], bias[i / 256]) << i;
 }
 
 // ---- the loader's checks of the form table ----

@@ -18,6 +18,7 @@
 #include "kernels.h"
 #include "sgemm.h"
 #include "weight_pack.h"
+#include "winograd.h"
 
 namespace kite::cpu {
 namespace {
@@ -94,7 +95,7 @@ template <typename Pack>
 const float* packed_conv_weights(const KernelArgs& args, bool constant, int64_t floats,
                                  std::vector<float>* own, Pack pack, std::string* err) {
   if (constant) {
-    for (const weight_pack::Layout& l : weight_pack::layouts(*args.op)) {
+    for (const weight_pack::Layout& l : weight_pack::layouts(*args.op, args.winograd)) {
       if (l.input != 1) continue;
       if (l.floats != floats) break;  // the rules disagree: pack here
       return weight_pack::acquire(args, l, own, err);
@@ -108,9 +109,10 @@ const float* packed_conv_weights(const KernelArgs& args, bool constant, int64_t 
 class ConvKernel : public Kernel {
  public:
   ConvKernel(const Geometry3& g, int64_t batch, int64_t channels, int64_t out_channels,
-             const float* x, const float* w, const float* bias, float* y, bool w_constant)
+             const float* x, const float* w, const float* bias, float* y, bool w_constant,
+             bool winograd)
       : g_(g), batch_(batch), channels_(channels), out_channels_(out_channels), x_(x), w_(w),
-        bias_(bias), y_(y), w_constant_(w_constant) {
+        bias_(bias), y_(y), w_constant_(w_constant), winograd_(winograd && w_constant) {
     cg_ = channels_ / g_.group;
     mg_ = out_channels_ / g_.group;
     k_ = cg_ * g_.kernel_numel();
@@ -136,6 +138,15 @@ class ConvKernel : public Kernel {
                     &width_ranges_[t * 2], &width_ranges_[t * 2 + 1]);
       }
       return true;
+    }
+    if (winograd_) {
+      wino_ = winograd::Conv(channels_, out_channels_, g_.in[1], g_.in[2], g_.out[1], g_.out[2],
+                             g_.pad[1], g_.pad[2]);
+      weights_ = packed_conv_weights(
+          args, true, winograd::packed_weight_floats(out_channels_, channels_), &packed_w_,
+          [this] { winograd::pack_weights(w_, out_channels_, channels_, packed_w_.data()); }, err);
+      workspace()->reserve(static_cast<size_t>(wino_.workspace_floats(threads)));
+      return weights_ != nullptr;
     }
     if (!acquire_weights(args, g_.group * sgemm::packed_a_floats(mg_, k_), err)) return false;
     // Column blocks of about kBlockFloats of packed B each (a multiple of
@@ -200,6 +211,13 @@ class ConvKernel : public Kernel {
     if (batch_ == 0 || out_channels_ == 0 || pixels_ == 0) return;
     if (direct_) {
       run_direct(pool);
+      return;
+    }
+    if (winograd_) {
+      for (int64_t n = 0; n < batch_; ++n) {
+        wino_.run(x_ + n * channels_ * g_.in_numel(), weights_, bias_, epilogue_,
+                  y_ + n * out_channels_ * pixels_, col(), threads, pool);
+      }
       return;
     }
     if (!w_constant_) pack_weights(&pool);
@@ -438,6 +456,8 @@ class ConvKernel : public Kernel {
   const float* bias_;
   float* y_;
   bool w_constant_;
+  bool winograd_;        // F(4x4, 3x3) (winograd.h) instead of im2col + GEMM
+  winograd::Conv wino_;  // its plan, when winograd_
   int64_t cg_ = 0, mg_ = 0, k_ = 0, pixels_ = 0;
   bool direct_ = false, pointwise_ = false;
   int64_t block_cols_ = 0;   // > 0: run_blocked with blocks of this many columns
@@ -576,9 +596,10 @@ class ConvTransposeKernel : public Kernel {
 
 // Shared prepare steps: geometry, and the output shape it implies.
 bool conv_geometry(const KernelArgs& args, Geometry3* g, int64_t out_channels,
-                   std::string* err) {
+                   std::string* err, kite::ops::WindowGeometry* geometry = nullptr) {
   const OpNode& op = *args.op;
-  kite::ops::WindowGeometry wg;
+  kite::ops::WindowGeometry local;
+  kite::ops::WindowGeometry& wg = geometry ? *geometry : local;
   std::string why;
   if (!kite::ops::window_geometry(op, &wg, &why)) {
     *err = why;
@@ -608,7 +629,8 @@ std::unique_ptr<Kernel> prepare_conv(const KernelArgs& args, std::string* err) {
   const Shape& x = op.inputs[0].shape;
   const Shape& w = op.inputs[1].shape;
   Geometry3 g;
-  if (!conv_geometry(args, &g, w[0], err)) return nullptr;
+  kite::ops::WindowGeometry wg;
+  if (!conv_geometry(args, &g, w[0], err, &wg)) return nullptr;
   if (g.group <= 0 || x[1] % g.group != 0 || w[0] % g.group != 0 || w[1] * g.group != x[1]) {
     return prepare_error(err, op, "channels do not match group " + std::to_string(g.group));
   }
@@ -616,7 +638,8 @@ std::unique_ptr<Kernel> prepare_conv(const KernelArgs& args, std::string* err) {
   auto kernel = std::make_unique<ConvKernel>(
       g, x[0], x[1], w[0], static_cast<const float*>(args.input_data(0)),
       static_cast<const float*>(args.input_data(1)), bias,
-      static_cast<float*>(args.output_data(0)), args.node->inputs[1]->is_constant != 0);
+      static_cast<float*>(args.output_data(0)), args.node->inputs[1]->is_constant != 0,
+      args.winograd && winograd::applies(wg, x[1], w[0]));
   kernel->shared_workspace = args.workspace;
   kernel->threads = args.threads;
   if (!kernel->prepare(args, err)) return nullptr;

@@ -135,6 +135,7 @@ std::unique_ptr<Kernel> SubNode::prepare(PrepareFn fn, const KernelArgs& outer, 
     return nullptr;
   }
   KernelArgs args{&node_, &op_, outer.threads};
+  args.winograd = outer.winograd;
   args.workspace = outer.workspace;
   args.packed = outer.packed;
   args.pack_stats = outer.pack_stats;

@@ -5,7 +5,9 @@
 #include <cstring>
 
 #include "common.h"
+#include "kite/ops/fused.h"
 #include "kite/ops/resolve.h"
+#include "winograd.h"
 
 namespace kite::cpu::weight_pack {
 namespace {
@@ -54,6 +56,22 @@ bool conv_dims(const OpNode& op, ConvDims* d) {
   d->mg = w[0] / group;
   d->k = product(w, 1);
   return d->mg > 0 && d->k > 0;
+}
+
+// A Conv the kernel runs as Winograd F(4x4, 3x3) (winograd::applies), whose
+// weights are read transformed ("wino43-a6"): out_channels and channels.
+bool winograd_dims(const OpNode& op, int64_t* m, int64_t* c) {
+  if (!op.has_input(0) || !op.has_input(1)) return false;
+  const Shape& x = op.inputs[0].shape;
+  const Shape& w = op.inputs[1].shape;
+  if (x.size() != 4 || w.size() != 4) return false;
+  const OpNode conv = op.op == "Conv" ? op : kite::ops::fused_primitive(op, "Conv", 3);
+  kite::ops::WindowGeometry g;
+  if (!kite::ops::window_geometry(conv, &g, nullptr)) return false;
+  if (!winograd::applies(g, x[1], w[0]) || w[1] != x[1]) return false;
+  *m = w[0];
+  *c = x[1];
+  return true;
 }
 
 // ConvTranspose: W (C, M/G, k...); per group A = W_g^T, rows (m, tap), cols c.
@@ -156,12 +174,17 @@ bool is_isa_name(const std::string& name) {
   return std::find(n.begin(), n.end(), name) != n.end();
 }
 
-std::vector<Layout> layouts(const OpNode& op) {
+std::vector<Layout> layouts(const OpNode& op, bool winograd) {
   std::vector<Layout> out;
   const std::string prim = primitive_of(op);
   if (prim == "Conv" || prim == "ConvTranspose") {
     ConvDims d;
     if (!is_float_constant(op, 1)) return out;
+    int64_t wm = 0, wc = 0;
+    if (prim == "Conv" && winograd && winograd_dims(op, &wm, &wc)) {
+      out.push_back({1, "wino43-a6", winograd::packed_weight_floats(wm, wc)});
+      return out;
+    }
     if (!(prim == "Conv" ? conv_dims(op, &d) : conv_transpose_dims(op, &d))) return out;
     const std::string family = prim == "Conv" ? "conv-a6-g" : "convt-a6-g";
     out.push_back({1, family + std::to_string(d.group), d.group * sgemm::packed_a_floats(d.mg, d.k)});
@@ -178,7 +201,10 @@ std::vector<Layout> layouts(const OpNode& op) {
 void pack(const OpNode& op, const Layout& layout, float* dst) {
   const float* w = static_cast<const float*>(op.inputs[static_cast<size_t>(layout.input)].data);
   const std::string prim = primitive_of(op);
-  if (prim == "Conv") {
+  if (prim == "Conv" && layout.name == "wino43-a6") {
+    int64_t m = 0, c = 0;
+    if (winograd_dims(op, &m, &c)) winograd::pack_weights(w, m, c, dst);
+  } else if (prim == "Conv") {
     ConvDims d;
     if (!conv_dims(op, &d)) return;
     const int64_t per_group = sgemm::packed_a_floats(d.mg, d.k);

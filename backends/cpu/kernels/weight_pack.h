@@ -13,6 +13,9 @@
 // the parameters that the tensor's shape does not give:
 //   conv-a6-g<G>   Conv weight (M, C/G, k...): per group the (M/G x C/G*k)
 //                  matrix as sgemm A panels of 6 rows, groups one after another
+//   wino43-a6      Conv weight (M, C, 3, 3) of a Conv run as Winograd
+//                  F(4x4, 3x3) (winograd.h): the 36 matrices (M x C) of
+//                  G g G^T, each as sgemm A panels of 6 rows
 //   convt-a6-g<G>  ConvTranspose weight (C, M/G, k...): per group W_g^T
 //   gemm-a6, gemm-a6t  a constant A (m x k; t: stored k x m); Gemm's alpha
 //                  other than 1 scales it while packed: "-x<alpha's bits>"
@@ -55,7 +58,9 @@ struct Layout {
 // for this node reads packed. op: a primitive Conv, ConvTranspose, Gemm or
 // MatMul, or the fused FusedConv, FusedGemm, FusedMatMul (same input slots);
 // anything else has none. Shapes the kernel would refuse give none.
-std::vector<Layout> layouts(const kite::ops::OpNode& op);
+// winograd: whether the kernels may run 3x3 convolutions as Winograd
+// (the CPU backend's option winograd=0|1; the converter packs for 1).
+std::vector<Layout> layouts(const kite::ops::OpNode& op, bool winograd = true);
 
 // Packs input layout.input of op (its data) into dst (layout.floats floats).
 void pack(const kite::ops::OpNode& op, const Layout& layout, float* dst);

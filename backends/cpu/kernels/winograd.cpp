@@ -1,0 +1,404 @@
+// Winograd F(4x4, 3x3): the plan, the weight transform, and the three steps
+// of a run (input transform, 36 GEMMs, output transform) per block of tiles.
+#include "winograd.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <cstdint>
+#include <vector>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KITE_WG_VECTOR 1
+#else
+#define KITE_WG_VECTOR 0
+#endif
+
+namespace kite::cpu::winograd {
+
+#if KITE_WG_VECTOR
+namespace portable {
+inline bool gather_strip(const Conv&, const float*, int64_t, int64_t, float (*)[kLanes]) {
+  return false;
+}
+inline bool scatter_strip(const Conv&, int64_t, int64_t, const float (*)[kLanes], float*) {
+  return false;
+}
+#include "winograd_impl.inc"
+}  // namespace portable
+#endif
+
+}  // namespace kite::cpu::winograd
+
+// The x86 levels: the same source with the instructions enabled by a pragma
+// after every include (see sgemm_avx512.cpp for why).
+#if KITE_WG_VECTOR && defined(__x86_64__)
+#include <immintrin.h>
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+namespace kite::cpu::winograd::avx2 {
+inline bool gather_strip(const Conv&, const float*, int64_t, int64_t, float (*)[kLanes]) {
+  return false;
+}
+inline bool scatter_strip(const Conv&, int64_t, int64_t, const float (*)[kLanes], float*) {
+  return false;
+}
+#include "winograd_impl.inc"
+}  // namespace kite::cpu::winograd::avx2
+#if defined(__clang__)
+#pragma clang attribute pop
+#pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)
+#else
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+#endif
+namespace kite::cpu::winograd::avx512 {
+
+// The input tiles of lanes 0 .. count-1 (tiles first ...) into d[i * 6 +
+// j][lane] with shuffles instead of 36 scalar stores per lane, when they lie
+// in at most kMaxRuns tile rows (false, nothing written, otherwise).
+//
+// Within one tile row, lane l's column j is x = base + 4l + j: a window of
+// 66 floats of the input row, read as four masked 16-float loads (the mask
+// drops what is outside the row: padding reads zero) and two scalars, then
+// split by x mod 4 with two-source permutes; columns 4 and 5 are columns 0
+// and 1 of the next lane. A run of lanes in the next tile row is the same
+// with its own base, blended in by lane mask.
+constexpr int64_t kMaxRuns = 4;
+
+// The lanes of tiles first .. first + count - 1 as runs within tile rows:
+// run r is lanes [lane0[r], lane1[r]) of tile row ty0 + r, whose lane l
+// starts at output column (l - lane0[r] + its first tile's column) * 4, that
+// is at 4 * l + col[r]. 0 when there are more than kMaxRuns.
+int64_t tile_runs(const Conv& cv, int64_t first, int64_t count, int64_t* ty0, int64_t* lane0,
+                  int64_t* lane1, int64_t* col) {
+  *ty0 = first / cv.tiles_w;
+  const int64_t tx0 = first % cv.tiles_w;
+  const int64_t runs = 1 + (tx0 + count - 1) / cv.tiles_w;
+  if (runs > kMaxRuns) return 0;
+  for (int64_t r = 0, l = 0; r < runs; ++r) {
+    const int64_t tx = r == 0 ? tx0 : 0;
+    lane0[r] = l;
+    lane1[r] = std::min(count, l + cv.tiles_w - tx);
+    col[r] = (tx - l) * kTile;
+    l = lane1[r];
+  }
+  return runs;
+}
+
+inline __mmask16 bits(int64_t lo, int64_t hi) {  // bits [lo, hi) of 16, clamped
+  lo = std::max<int64_t>(lo, 0);
+  hi = std::min<int64_t>(hi, 16);
+  return hi > lo ? static_cast<__mmask16>(((1u << hi) - 1u) & ~((1u << lo) - 1u)) : 0;
+}
+
+// An address that a masked access may use although it is outside the
+// array (masked-off elements are not touched): formed without pointer
+// arithmetic past the array.
+template <typename T>
+inline T* offset(T* p, int64_t elements) {
+  return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(p) +
+                              static_cast<uintptr_t>(elements * static_cast<int64_t>(sizeof(T))));
+}
+
+bool gather_strip(const Conv& cv, const float* xc, int64_t first, int64_t count,
+                  float (*d)[kLanes]) {
+  const int64_t W = cv.in_w, H = cv.in_h;
+  int64_t ty0 = 0, lane0[kMaxRuns], lane1[kMaxRuns], base[kMaxRuns];
+  const int64_t runs = tile_runs(cv, first, count, &ty0, lane0, lane1, base);
+  if (runs == 0) return false;
+  for (int64_t r = 0; r < runs; ++r) base[r] -= cv.pad_w;  // input column of lane 0
+  alignas(64) static const int32_t kIdx[4][16] = {
+      {0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28},
+      {1, 5, 9, 13, 17, 21, 25, 29, 1, 5, 9, 13, 17, 21, 25, 29},
+      {2, 6, 10, 14, 18, 22, 26, 30, 2, 6, 10, 14, 18, 22, 26, 30},
+      {3, 7, 11, 15, 19, 23, 27, 31, 3, 7, 11, 15, 19, 23, 27, 31}};
+  for (int64_t i = 0; i < kAlpha; ++i) {
+    __m512 e[kAlpha];
+    for (int j = 0; j < kAlpha; ++j) e[j] = _mm512_setzero_ps();
+    for (int64_t r = 0; r < runs; ++r) {
+      const int64_t y = (ty0 + r) * kTile - cv.pad_h + i;
+      if (y < 0 || y >= H) continue;  // a padding row: zeros
+      const float* row = xc + y * W;
+      const int64_t b = base[r];
+      __m512 a[4];
+      for (int q = 0; q < 4; ++q) {
+        const int64_t at = b + 16 * q;
+        a[q] = _mm512_maskz_loadu_ps(bits(-at, W - at), offset(row, at));
+      }
+      const float x64 = b + 64 >= 0 && b + 64 < W ? row[b + 64] : 0.0f;
+      const float x65 = b + 65 >= 0 && b + 65 < W ? row[b + 65] : 0.0f;
+      __m512 ph[4];
+      for (int k = 0; k < 4; ++k) {
+        const __m512i idx = _mm512_load_si512(kIdx[k]);
+        ph[k] = _mm512_mask_blend_ps(static_cast<__mmask16>(0xFF00),
+                                     _mm512_permutex2var_ps(a[0], idx, a[1]),
+                                     _mm512_permutex2var_ps(a[2], idx, a[3]));
+      }
+      // (Zero-masked forms with all-ones masks: the plain ones pass an
+      // undefined operand that GCC 12 warns about, as in sgemm_avx512.cpp.)
+      constexpr __mmask16 kAll = 0xFFFF;
+      const __m512i p0 = _mm512_castps_si512(ph[0]), p1 = _mm512_castps_si512(ph[1]);
+      const __m512 e4 = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(kAll, _mm512_castps_si512(_mm512_set1_ps(x64)), p0, 1));
+      const __m512 e5 = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(kAll, _mm512_castps_si512(_mm512_set1_ps(x65)), p1, 1));
+      const __mmask16 lanes = bits(lane0[r], lane1[r]);
+      for (int k = 0; k < 4; ++k) e[k] = _mm512_mask_mov_ps(e[k], lanes, ph[k]);
+      e[4] = _mm512_mask_mov_ps(e[4], lanes, e4);
+      e[5] = _mm512_mask_mov_ps(e[5], lanes, e5);
+    }
+    for (int j = 0; j < kAlpha; ++j) _mm512_store_ps(d[i * kAlpha + j], e[j]);
+  }
+  return true;
+}
+
+// The inverse for the output: y[i * 4 + j][lane] to row i, column j of the
+// lane's output tile, in at most kMaxRuns tile rows. Per output row, the
+// four columns' vectors are interleaved into 64 consecutive floats (two
+// rounds of two-source permutes) and stored with masks that keep each run
+// inside its lanes and the plane.
+bool scatter_strip(const Conv& cv, int64_t first, int64_t count, const float (*y)[kLanes],
+                   float* ym) {
+  int64_t ty0 = 0, lane0[kMaxRuns], lane1[kMaxRuns], col[kMaxRuns];
+  const int64_t runs = tile_runs(cv, first, count, &ty0, lane0, lane1, col);
+  if (runs == 0) return false;
+  // Round 1: pair[h][2l + b] = y[b][8h + l] (columns 0, 1; 2, 3 likewise).
+  // Round 2: out[q][m] = column m % 4 of lane 4q + m / 4.
+  alignas(64) static const int32_t kPair[2][16] = {
+      {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23},
+      {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31}};
+  alignas(64) static const int32_t kQuad[2][16] = {
+      {0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23},
+      {8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31}};
+  const __m512i pair0 = _mm512_load_si512(kPair[0]), pair1 = _mm512_load_si512(kPair[1]);
+  const __m512i quad0 = _mm512_load_si512(kQuad[0]), quad1 = _mm512_load_si512(kQuad[1]);
+  const int64_t OH = cv.out_h, OW = cv.out_w;
+  for (int64_t i = 0; i < kTile; ++i) {
+    const __m512 c0 = _mm512_load_ps(y[i * kTile]), c1 = _mm512_load_ps(y[i * kTile + 1]);
+    const __m512 c2 = _mm512_load_ps(y[i * kTile + 2]), c3 = _mm512_load_ps(y[i * kTile + 3]);
+    const __m512 p01[2] = {_mm512_permutex2var_ps(c0, pair0, c1), _mm512_permutex2var_ps(c0, pair1, c1)};
+    const __m512 p23[2] = {_mm512_permutex2var_ps(c2, pair0, c3), _mm512_permutex2var_ps(c2, pair1, c3)};
+    __m512 out[4];
+    for (int q = 0; q < 4; ++q) {
+      out[q] = _mm512_permutex2var_ps(p01[q / 2], q % 2 ? quad1 : quad0, p23[q / 2]);
+    }
+    for (int64_t r = 0; r < runs; ++r) {
+      const int64_t oy = (ty0 + r) * kTile + i;
+      if (oy >= OH) continue;
+      float* row = ym + oy * OW;
+      for (int q = 0; q < 4; ++q) {
+        // Elements 16q + m: lane (16q + m) / 4 in the run, column col + 16q + m.
+        const int64_t e = 16 * q, at = col[r] + e;
+        const __mmask16 m = bits(4 * lane0[r] - e, 4 * lane1[r] - e) & bits(-at, OW - at);
+        _mm512_mask_storeu_ps(offset(row, at), m, out[q]);
+      }
+    }
+  }
+  return true;
+}
+
+#include "winograd_impl.inc"
+}  // namespace kite::cpu::winograd::avx512
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#define KITE_WG_X86 1
+#else
+#define KITE_WG_X86 0
+#endif
+
+namespace kite::cpu::winograd {
+
+namespace {
+
+// Below this many output tiles the transformed weights (4x the bytes) are
+// read for too little work: resnet18's 7x7 layer4 (4 tiles) stays on im2col.
+constexpr int64_t kMinTiles = 16;
+// The block's transformed input and GEMM output (36 * (channels +
+// out_channels) floats per tile) are kept near this size, inside L2.
+constexpr int64_t kBlockFloats = 128 * 1024;
+
+using InputFn = void (*)(const Conv&, const float*, int64_t, int64_t, int64_t, int64_t, float*,
+                         int64_t);
+using OutputFn = void (*)(const Conv&, const float*, int64_t, int64_t, int64_t, float,
+                          const sgemm::Epilogue&, float*);
+
+struct Level {
+  InputFn input;
+  OutputFn output;
+};
+
+Level level() {
+#if KITE_WG_X86
+  switch (sgemm::micro_kernel_in_use()) {
+    case sgemm::MicroKernel::kAvx512:
+      return {avx512::input_tiles, avx512::output_tiles};
+    case sgemm::MicroKernel::kAvx2Fma:
+      return {avx2::input_tiles, avx2::output_tiles};
+    default:
+      break;
+  }
+#endif
+#if KITE_WG_VECTOR
+  return {portable::input_tiles, portable::output_tiles};
+#else
+  return {nullptr, nullptr};
+#endif
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+bool applies(const kite::ops::WindowGeometry& g, int64_t channels, int64_t out_channels) {
+  // KITE_CPU_WINOGRAD=off: im2col + GEMM for every convolution (A/B
+  // measurements; files packed for Winograd then pack the weights at load).
+  static const bool off = [] {
+    const char* env = std::getenv("KITE_CPU_WINOGRAD");
+    return env != nullptr && std::strcmp(env, "off") == 0;
+  }();
+  if (!KITE_WG_VECTOR || off) return false;
+  if (g.input.size() != 2 || g.output.size() != 2 || g.kernel.size() != 2) return false;
+  for (size_t i = 0; i < 2; ++i) {
+    if (g.kernel[i] != 3 || g.strides[i] != 1 || g.dilations[i] != 1) return false;
+  }
+  if (g.group != 1 || channels < 2 || out_channels < 1) return false;  // one channel: direct loop
+  return ceil_div(g.output[0], kTile) * ceil_div(g.output[1], kTile) >= kMinTiles;
+}
+
+int64_t packed_weight_floats(int64_t out_channels, int64_t channels) {
+  return kPoints * sgemm::packed_a_floats(out_channels, channels);
+}
+
+void pack_weights(const float* w, int64_t out_channels, int64_t channels, float* dst) {
+  // G (6 x 3) for the points 0, 1, -1, 2, -2 and infinity.
+  static const double G[kAlpha][3] = {{1.0 / 4, 0, 0},
+                                      {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                      {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                      {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                      {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                      {0, 0, 1}};
+  const int64_t pairs = out_channels * channels;
+  std::vector<float> u(static_cast<size_t>(kPoints * pairs));  // point-major
+  for (int64_t mc = 0; mc < pairs; ++mc) {
+    const float* g = w + mc * 9;
+    double gt[kAlpha][3];  // G g
+    for (int i = 0; i < kAlpha; ++i) {
+      for (int j = 0; j < 3; ++j) {
+        gt[i][j] = G[i][0] * g[j] + G[i][1] * g[3 + j] + G[i][2] * g[6 + j];
+      }
+    }
+    for (int i = 0; i < kAlpha; ++i) {
+      for (int j = 0; j < kAlpha; ++j) {  // (G g) G^T
+        const double s = gt[i][0] * G[j][0] + gt[i][1] * G[j][1] + gt[i][2] * G[j][2];
+        u[static_cast<size_t>((i * kAlpha + j) * pairs + mc)] = static_cast<float>(s);
+      }
+    }
+  }
+  const int64_t per_point = sgemm::packed_a_floats(out_channels, channels);
+  for (int64_t p = 0; p < kPoints; ++p) {
+    sgemm::pack_a(u.data() + p * pairs, channels, 1, out_channels, channels, 1.0f,
+                  dst + p * per_point, nullptr);
+  }
+}
+
+Conv::Conv(int64_t channels_, int64_t out_channels_, int64_t in_h_, int64_t in_w_, int64_t out_h_,
+           int64_t out_w_, int64_t pad_h_, int64_t pad_w_)
+    : channels(channels_), out_channels(out_channels_), in_h(in_h_), in_w(in_w_), out_h(out_h_),
+      out_w(out_w_), pad_h(pad_h_), pad_w(pad_w_) {
+  tiles_h = ceil_div(out_h, kTile);
+  tiles_w = ceil_div(out_w, kTile);
+  tiles = tiles_h * tiles_w;
+  const int64_t per_tile = kPoints * (channels + out_channels);
+  // As many tiles as fit, then the blocks evened out (49 tiles at most 48
+  // a block: two of 32, not 48 and 1).
+
+  const int64_t most = std::max<int64_t>(kLanes, kBlockFloats / std::max<int64_t>(per_tile, 1) / kLanes * kLanes);
+  const int64_t blocks = ceil_div(tiles, most);
+  block = ceil_div(ceil_div(tiles, blocks), kLanes) * kLanes;
+}
+
+int64_t Conv::block_floats() const { return kPoints * (v_floats() + m_floats()); }
+
+int64_t Conv::workspace_floats(int threads) const {
+  return std::max(1, threads) * block_floats();
+}
+
+namespace {
+
+// fn(begin, end) over [0, n): split across the pool, or inline without one.
+template <typename F>
+void each(ThreadPool* pool, int64_t n, int64_t min_chunk, F&& fn) {
+  if (pool) {
+    pool->parallel_for(n, min_chunk, fn);
+  } else {
+    fn(int64_t{0}, n);
+  }
+}
+
+}  // namespace
+
+void Conv::run_block(int64_t t0, const float* x, const float* u, const float* bias,
+                     const sgemm::Epilogue& epilogue, float* y, float* scratch,
+                     ThreadPool* pool) const {
+  const Level fns = level();
+  float* v = scratch;
+  float* mb = scratch + kPoints * v_floats();
+  const int64_t in_plane = in_h * in_w, out_plane = out_h * out_w;
+  const int64_t u_point = sgemm::packed_a_floats(out_channels, channels);
+  const int64_t n = std::min(block, tiles - t0);
+  const int64_t groups = ceil_div(n, kLanes);
+  each(pool, channels * groups, 4, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t c = i / groups, col = i % groups * kLanes;
+      fns.input(*this, x + c * in_plane, c, t0 + col, std::min(kLanes, n - col), col, v,
+                v_floats());
+    }
+  });
+  each(pool, kPoints, 1, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      sgemm::gemm_packed(out_channels, n, channels, u + p * u_point, v + p * v_floats(),
+                         mb + p * m_floats(), block, nullptr, false, nullptr);
+    }
+  });
+  each(pool, out_channels * groups, 4, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t m = i / groups, col = i % groups * kLanes;
+      fns.output(*this, mb + m * block + col, m_floats(), t0 + col, std::min(kLanes, n - col),
+                 bias ? bias[m] : 0.0f, epilogue, y + m * out_plane);
+    }
+  });
+}
+
+void Conv::run(const float* x, const float* u, const float* bias, const sgemm::Epilogue& epilogue,
+               float* y, float* workspace, int slots, ThreadPool& pool) const {
+  if (level().input == nullptr) return;  // applies() said no: never planned
+  const int64_t blocks = ceil_div(tiles, block);
+  const int64_t workers = std::min<int64_t>(pool.size(), std::max(1, slots));
+  if (workers > 1 && blocks >= 2 * workers) {
+    // Enough blocks for every thread: each takes a contiguous range and runs
+    // all three steps on its own scratch, which stays in its core's L2, with
+    // no barrier between the steps.
+    pool.parallel_for(workers, 1, [&](int64_t s0, int64_t s1) {
+      for (int64_t s = s0; s < s1; ++s) {
+        float* mine = workspace + s * block_floats();
+        for (int64_t b = s * blocks / workers; b < (s + 1) * blocks / workers; ++b) {
+          run_block(b * block, x, u, bias, epilogue, y, mine, nullptr);
+        }
+      }
+    });
+    return;
+  }
+  // Few blocks (many channels, a small image): the threads share each step.
+  for (int64_t b = 0; b < blocks; ++b) {
+    run_block(b * block, x, u, bias, epilogue, y, workspace, workers > 1 ? &pool : nullptr);
+  }
+}
+
+}  // namespace kite::cpu::winograd
