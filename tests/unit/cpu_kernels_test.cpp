@@ -473,12 +473,28 @@ TEST(Sgemm, EveryMicroKernelMatchesTheReferenceOverTails) {
           std::vector<float> pa(sg::packed_a_floats(m, k)), pb(sg::packed_b_floats(k, n));
           sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
           sg::pack_b(b.data(), n, 1, k, n, pb.data(), nullptr);
+          std::vector<float> b_wide(static_cast<size_t>(k * (n + 5)), std::nanf(""));
+          for (int64_t q = 0; q < k; ++q) std::copy(&b[q * n], &b[q * n] + n, &b_wide[q * (n + 5)]);
           for (int mode = 0; mode < 3; ++mode) {  // plain, row bias, accumulate
             for (kite::cpu::ThreadPool* p : {static_cast<kite::cpu::ThreadPool*>(nullptr), &pool}) {
               const int64_t ldc = n + 3;
               std::vector<float> c = c0;
               sg::gemm_packed(m, n, k, pa.data(), pb.data(), c.data(), ldc,
                               mode == 1 ? bias.data() : nullptr, mode == 2, p);
+              // B read in place (rows 5 floats wider than n): the same sums
+              // in the same order, so the same bits, on the level that can;
+              // the others refuse and touch nothing.
+              std::vector<float> c_direct = c0;
+              const bool direct = sg::gemm_direct_b(m, n, k, pa.data(), b_wide.data(), n + 5,
+                                                    c_direct.data(), ldc, mode == 1 ? bias.data() : nullptr,
+                                                    mode == 2, p);
+              EXPECT_EQ(direct, kernel == MicroKernel::kAvx512);
+              if (direct) {
+                EXPECT_EQ(std::memcmp(c_direct.data(), c.data(), c.size() * sizeof(float)), 0)
+                    << "B in place: m " << m << " n " << n << " k " << k << " mode " << mode;
+              } else {
+                EXPECT_EQ(std::memcmp(c_direct.data(), c0.data(), c0.size() * sizeof(float)), 0);
+              }
               int bad = 0;
               for (int64_t i = 0; i < m && bad < 3; ++i) {
                 for (int64_t j = 0; j < ldc && bad < 3; ++j) {

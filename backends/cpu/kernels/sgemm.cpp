@@ -175,6 +175,7 @@ struct Job {
   int64_t m, n, k;
   const float* pa;
   const float* pb;
+  int64_t ldb;  // > 0: pb is a row-major B read in place (AVX-512 only), else packed
   float* c;
   int64_t ldc;
   const float* row_bias;
@@ -200,7 +201,8 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
       const int64_t nb = std::min<int64_t>(4, jp1 - jp);
       const float* b[4];
       for (int64_t q = 0; q < 4; ++q) {
-        b[q] = job.pb + (jp + std::min(q, nb - 1)) * job.k * kNR + k0 * kNR;
+        b[q] = job.ldb > 0 ? job.pb + jp * kNR + k0 * job.ldb
+                           : job.pb + (jp + std::min(q, nb - 1)) * job.k * kNR + k0 * kNR;
       }
       const int64_t j = jp * kNR;
       const int64_t cols = std::min(nb * kNR, job.n - j);
@@ -210,7 +212,7 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
         const int64_t i = ip * kMR;
         const float* a0 = job.pa + ip * job.k * kMR + k0 * kMR;
         const int64_t rows = std::min(na * kMR, job.m - i);
-        detail::block_kernel_avx512(na, nz, kc, a0, na == 2 ? a0 + job.k * kMR : a0, b,
+        detail::block_kernel_avx512(na, nz, kc, a0, na == 2 ? a0 + job.k * kMR : a0, b, job.ldb,
                                     job.c + i * job.ldc + j, job.ldc, rows, cols,
                                     job.row_bias ? job.row_bias + i : nullptr, add, epi);
       }
@@ -315,9 +317,11 @@ void pack_b(const float* b, int64_t row_stride, int64_t col_stride, int64_t k, i
   }
 }
 
-void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const float* packed_b,
-                 float* c, int64_t ldc, const float* row_bias, bool accumulate,
-                 ThreadPool* pool, const Epilogue* epilogue) {
+namespace {
+
+void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const float* b, int64_t ldb,
+              float* c, int64_t ldc, const float* row_bias, bool accumulate, ThreadPool* pool,
+              const Epilogue* epilogue) {
   if (m <= 0 || n <= 0) return;
   if (epilogue && epilogue->kind == Epilogue::kNone) epilogue = nullptr;
   if (k <= 0) {
@@ -337,7 +341,7 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const f
           level == MicroKernel::kAvx2Fma ? detail::micro_kernel_avx2_x2
           : level == MicroKernel::kNeon  ? detail::micro_kernel_neon_x2
                                          : nullptr,
-          level == MicroKernel::kAvx512, m, n, k, packed_a, packed_b, c, ldc,
+          level == MicroKernel::kAvx512, m, n, k, packed_a, b, ldb, c, ldc,
           row_bias, accumulate, epilogue, 0, 0, 0, 0, 0};
   job.m_panels = (m + kMR - 1) / kMR;
   job.n_panels = (n + kNR - 1) / kNR;
@@ -371,6 +375,24 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const f
   } else {
     body(0, tasks);
   }
+}
+
+}  // namespace
+
+void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const float* packed_b,
+                 float* c, int64_t ldc, const float* row_bias, bool accumulate,
+                 ThreadPool* pool, const Epilogue* epilogue) {
+  run_gemm(m, n, k, packed_a, packed_b, 0, c, ldc, row_bias, accumulate, pool, epilogue);
+}
+
+bool reads_b_in_place() { return active_level() == MicroKernel::kAvx512; }
+
+bool gemm_direct_b(int64_t m, int64_t n, int64_t k, const float* packed_a, const float* b,
+                   int64_t ldb, float* c, int64_t ldc, const float* row_bias, bool accumulate,
+                   ThreadPool* pool, const Epilogue* epilogue) {
+  if (!reads_b_in_place() || ldb < n || ldb <= 0) return false;
+  run_gemm(m, n, k, packed_a, b, ldb, c, ldc, row_bias, accumulate, pool, epilogue);
+  return true;
 }
 
 MicroKernel micro_kernel_in_use() { return active_level(); }

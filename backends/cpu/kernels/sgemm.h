@@ -46,6 +46,16 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const f
                  float* c, int64_t ldc, const float* row_bias, bool accumulate,
                  ThreadPool* pool, const Epilogue* epilogue = nullptr);
 
+// Whether this process's GEMM level reads a row-major B in place
+// (gemm_direct_b): the AVX-512 level; the others need B packed.
+bool reads_b_in_place();
+// As gemm_packed with B (k x n) read where it lies, row p at b + p * ldb
+// (ldb >= n): a pointwise convolution's input is its B, so it needs no
+// packing pass. Only when reads_b_in_place(); false (nothing done) else.
+bool gemm_direct_b(int64_t m, int64_t n, int64_t k, const float* packed_a, const float* b,
+                   int64_t ldb, float* c, int64_t ldc, const float* row_bias, bool accumulate,
+                   ThreadPool* pool, const Epilogue* epilogue = nullptr);
+
 // The micro-kernel in use: the portable one, or the best one the processor
 // offers (AVX-512F, else AVX2+FMA on x86-64; NEON on AArch64), chosen once at
 // first use. KITE_CPU_SGEMM=portable|avx2|avx512 in the environment caps the
@@ -73,11 +83,13 @@ void micro_kernel_avx2_x2(int64_t kc, const float* a0, const float* a1, const fl
                           float* acc0, float* acc1);
 // AVX-512F: a block of na (1 or 2) A panels by 2 * nz (nz = 1 or 2) B panels,
 // b[0..2*nz-1]; a B panel past the end may alias another, since its columns
-// are past cols. Writes rows x cols of C: C = A*B (+ row_bias[i]), or with
-// add, C += A*B; then the epilogue (null: none) in the registers.
+// are past cols. ldb > 0: B is not packed but row-major, the block's row p
+// at b[0] + p * ldb (only b[0] is read). Writes rows x cols of C: C = A*B
+// (+ row_bias[i]), or with add, C += A*B; then the epilogue (null: none) in
+// the registers.
 bool cpu_supports_avx512f();
 void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const float* a1,
-                         const float* const* b, float* c, int64_t ldc, int64_t rows,
+                         const float* const* b, int64_t ldb, float* c, int64_t ldc, int64_t rows,
                          int64_t cols, const float* row_bias, bool add, const Epilogue* epilogue);
 // AArch64 Advanced SIMD (sgemm_neon.cpp); stubs elsewhere.
 bool cpu_has_neon();

@@ -62,10 +62,12 @@ inline __mmask16 column_mask(int64_t left) {
   return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
 }
 
-// NA A panels (1 or 2) by NZ pairs of B panels (1 or 2).
-template <int NA, int NZ>
-void block(int64_t kc, const float* a0, const float* a1, const float* const* b, float* c,
-           int64_t ldc, int64_t rows, int64_t cols, const float* row_bias, bool add,
+// NA A panels (1 or 2) by NZ pairs of B panels (1 or 2); Direct: B read in
+// place, row p of the block's columns at b[0] + p * ldb (16 floats per
+// load, masked past cols), instead of from packed panels.
+template <int NA, int NZ, bool Direct>
+void block(int64_t kc, const float* a0, const float* a1, const float* const* b, int64_t ldb,
+           float* c, int64_t ldc, int64_t rows, int64_t cols, const float* row_bias, bool add,
            const Epilogue* epi) {
   constexpr int R = NA * static_cast<int>(kMR);
   __m512 acc[R][NZ];
@@ -75,17 +77,24 @@ void block(int64_t kc, const float* a0, const float* a1, const float* const* b, 
     for (int z = 0; z < NZ; ++z) acc[r][z] = _mm512_setzero_ps();
   }
   const float* b0 = b[0];
-  const float* b1 = b[1];
-  const float* b2 = b[NZ == 2 ? 2 : 0];
-  const float* b3 = b[NZ == 2 ? 3 : 1];
+  const float* b1 = Direct ? b0 : b[1];
+  const float* b2 = Direct ? b0 : b[NZ == 2 ? 2 : 0];
+  const float* b3 = Direct ? b0 : b[NZ == 2 ? 3 : 1];
+  const __mmask16 direct_mask[2] = {column_mask(cols), cols > 16 ? column_mask(cols - 16) : __mmask16{0}};
   for (int64_t p = 0; p < kc; ++p) {
     __m512 bv[NZ];
-    bv[0] = load_pair(b0, b1);
-    if constexpr (NZ == 2) bv[1] = load_pair(b2, b3);
-    b0 += kNR;
-    b1 += kNR;
-    b2 += kNR;
-    b3 += kNR;
+    if constexpr (Direct) {
+      bv[0] = _mm512_maskz_loadu_ps(direct_mask[0], b0);
+      if constexpr (NZ == 2) bv[1] = _mm512_maskz_loadu_ps(direct_mask[1], b0 + 16);
+      b0 += ldb;
+    } else {
+      bv[0] = load_pair(b0, b1);
+      if constexpr (NZ == 2) bv[1] = load_pair(b2, b3);
+      b0 += kNR;
+      b1 += kNR;
+      b2 += kNR;
+      b3 += kNR;
+    }
 #pragma GCC unroll 6
     for (int r = 0; r < static_cast<int>(kMR); ++r) {
       const __m512 av = _mm512_set1_ps(a0[r]);
@@ -142,14 +151,22 @@ void block(int64_t kc, const float* a0, const float* a1, const float* const* b, 
 }  // namespace
 
 void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const float* a1,
-                         const float* const* b, float* c, int64_t ldc, int64_t rows,
+                         const float* const* b, int64_t ldb, float* c, int64_t ldc, int64_t rows,
                          int64_t cols, const float* row_bias, bool add, const Epilogue* epi) {
-  if (na == 2) {
-    if (nz == 2) return block<2, 2>(kc, a0, a1, b, c, ldc, rows, cols, row_bias, add, epi);
-    return block<2, 1>(kc, a0, a1, b, c, ldc, rows, cols, row_bias, add, epi);
+  if (ldb > 0) {
+    if (na == 2) {
+      if (nz == 2) return block<2, 2, true>(kc, a0, a1, b, ldb, c, ldc, rows, cols, row_bias, add, epi);
+      return block<2, 1, true>(kc, a0, a1, b, ldb, c, ldc, rows, cols, row_bias, add, epi);
+    }
+    if (nz == 2) return block<1, 2, true>(kc, a0, a1, b, ldb, c, ldc, rows, cols, row_bias, add, epi);
+    return block<1, 1, true>(kc, a0, a1, b, ldb, c, ldc, rows, cols, row_bias, add, epi);
   }
-  if (nz == 2) return block<1, 2>(kc, a0, a1, b, c, ldc, rows, cols, row_bias, add, epi);
-  return block<1, 1>(kc, a0, a1, b, c, ldc, rows, cols, row_bias, add, epi);
+  if (na == 2) {
+    if (nz == 2) return block<2, 2, false>(kc, a0, a1, b, 0, c, ldc, rows, cols, row_bias, add, epi);
+    return block<2, 1, false>(kc, a0, a1, b, 0, c, ldc, rows, cols, row_bias, add, epi);
+  }
+  if (nz == 2) return block<1, 2, false>(kc, a0, a1, b, 0, c, ldc, rows, cols, row_bias, add, epi);
+  return block<1, 1, false>(kc, a0, a1, b, 0, c, ldc, rows, cols, row_bias, add, epi);
 }
 
 }  // namespace kite::cpu::sgemm::detail
@@ -165,8 +182,8 @@ void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const floa
 namespace kite::cpu::sgemm::detail {
 
 bool cpu_supports_avx512f() { return false; }
-void block_kernel_avx512(int, int, int64_t, const float*, const float*, const float* const*, float*,
-                         int64_t, int64_t, int64_t, const float*, bool, const Epilogue*) {}
+void block_kernel_avx512(int, int, int64_t, const float*, const float*, const float* const*, int64_t,
+                         float*, int64_t, int64_t, int64_t, const float*, bool, const Epilogue*) {}
 
 }  // namespace kite::cpu::sgemm::detail
 
