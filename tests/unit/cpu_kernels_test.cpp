@@ -1375,7 +1375,10 @@ INSTANTIATE_TEST_SUITE_P(
         // per thread, blocks of ~64K floats of packed B), with tails.
         ConvCase{1, 64, 5, 1, {26, 26}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "", true},
         ConvCase{2, 300, 7, 1, {37, 35}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, "", true},  // pointwise
-        ConvCase{1, 40, 6, 1, {70, 67}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, "", false}   // strided
+        ConvCase{1, 40, 6, 1, {70, 67}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, "", false},  // strided
+        // A stem: the im2col matrix far past L2, small weights, more output
+        // channels than the few-rows rule takes: column blocks too.
+        ConvCase{1, 3, 40, 1, {120, 117}, {7, 7}, {2, 2}, {1, 1}, {3, 3, 3, 3}, "", true}
         ));
 
 // ---------------------------------------------------------------------------
