@@ -1382,17 +1382,20 @@ INSTANTIATE_TEST_SUITE_P(
         ));
 
 // ---------------------------------------------------------------------------
-// Winograd F(4x4, 3x3) against the direct sum in double precision.
+// Winograd F(4x4, 3x3) and F(2x2, 3x3) against the direct sum in double
+// precision, every case with both tile sizes.
 //
 // The error bound, to first order in u = 2^-24, from the steps of the
-// computation (the transform matrices of winograd.h: B^T, G, A^T):
+// computation (the transform matrices of winograd_impl.inc: B^T, G, A^T;
+// the counts are F(4x4)'s, F(2x2)'s are smaller):
 //   U = G g G^T, rounded once from double:          |dU| <= u |U|
 //   V = B^T d B in float, at most 9 roundings deep:  |dV| <= 10u (|B^T| |d| |B|)
 //   M = sum over c of U V (the GEMM):                |dM| <= (C + 12) u sum_c |U| (|B^T||d||B|)
 //   y = A^T M A in float, at most 8 roundings deep, then the bias: 10u more,
 // so |y - exact| <= (C + 22) u S with S = sum over the 36 points of
-// |A^T|_i |A^T|_j sum_c |U| (|B^T| |d| |B|), computed here in double from the
-// absolute values of the matrices, and times kDotSlack as for the direct sums.
+// |A^T|_i |A^T|_j sum_c |U| (|B^T| |d| |B|) over the points, computed here
+// in double from the absolute values of the matrices, and times kDotSlack as
+// for the direct sums.
 // Relu and Clip are 1-Lipschitz: the same bound holds after them. A bug (a
 // wrong pad, tile or lane) is an error the size of the outputs, thousands of
 // times this bound.
@@ -1406,13 +1409,16 @@ struct WinogradCase {
 
 void check_winograd(const char* /*level*/) {
   namespace wg = kite::cpu::winograd;
-  static const double BT[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
-                                  {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
-  static const double G[6][3] = {{0.25, 0, 0},          {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                 {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                 {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
-  static const double AT[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0},
-                                  {0, 1, -1, 8, -8, 1}};
+  static const double BT4[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                                   {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+  static const double G4[6][3] = {{0.25, 0, 0},          {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                  {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                  {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+  static const double AT4[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0},
+                                   {0, 1, -1, 8, -8, 1}};
+  static const double BT2[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+  static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  static const double AT2[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
   using K = kite::cpu::sgemm::Epilogue;
   const WinogradCase cases[] = {
       {3, 5, 16, 16, 1, 1, 1, 1, 1, K::kRelu, true},     // 4 tiles a row: 4 rows per 16 lanes
@@ -1424,9 +1430,15 @@ void check_winograd(const char* /*level*/) {
       {70, 20, 40, 40, 1, 1, 1, 1, 1, K::kNone, false},  // channels past one GEMM panel block
       {3, 4, 12, 12, 2, 2, 2, 2, 2, K::kClip, true},     // pads of 2: output larger than input
   };
+  for (const int64_t T : {4, 2}) {
+  const int A = static_cast<int>(T + 2), P = A * A;
+  auto BT = [&](int a, int i) { return T == 4 ? BT4[a][i] : BT2[a][i]; };
+  auto G = [&](int a, int i) { return T == 4 ? G4[a][i] : G2[a][i]; };
+  auto AT = [&](int a, int i) { return T == 4 ? AT4[a][i] : AT2[a][i]; };
   for (const WinogradCase& k : cases) {
-    SCOPED_TRACE("c" + std::to_string(k.c) + " m" + std::to_string(k.m) + " " + std::to_string(k.h) +
-                 "x" + std::to_string(k.w) + " threads " + std::to_string(k.threads));
+    SCOPED_TRACE("F(" + std::to_string(T) + "x" + std::to_string(T) + ") c" + std::to_string(k.c) +
+                 " m" + std::to_string(k.m) + " " + std::to_string(k.h) + "x" + std::to_string(k.w) +
+                 " threads " + std::to_string(k.threads));
     const int64_t oh = k.h + k.pt + k.pb - 2, ow = k.w + k.pl + k.pr - 2;
     kite::ops::WindowGeometry g;
     g.input = {k.h, k.w};
@@ -1436,12 +1448,12 @@ void check_winograd(const char* /*level*/) {
     g.dilations = {1, 1};
     g.pads_begin = {k.pt, k.pl};
     g.pads_end = {k.pb, k.pr};
-    ASSERT_TRUE(wg::applies(g, k.c, k.m));
+    EXPECT_NE(wg::tile_for(g, k.c, k.m), 0);
     const std::vector<float> x = Random(k.c * k.h * k.w, 31), w = Random(k.m * k.c * 9, 32, -0.5f, 0.5f),
                              bias = Random(k.m, 33);
-    std::vector<float> u(static_cast<size_t>(wg::packed_weight_floats(k.m, k.c)));
-    wg::pack_weights(w.data(), k.m, k.c, u.data());
-    const wg::Conv conv(k.c, k.m, k.h, k.w, oh, ow, k.pt, k.pl);
+    std::vector<float> u(static_cast<size_t>(wg::packed_weight_floats(T, k.m, k.c)));
+    wg::pack_weights(T, w.data(), k.m, k.c, u.data());
+    const wg::Conv conv(T, k.c, k.m, k.h, k.w, oh, ow, k.pt, k.pl);
     std::vector<float> ws(static_cast<size_t>(conv.workspace_floats(k.threads)));
     std::vector<float> y(static_cast<size_t>(k.m * oh * ow), std::numeric_limits<float>::quiet_NaN());
     K epi;
@@ -1452,16 +1464,16 @@ void check_winograd(const char* /*level*/) {
     conv.run(x.data(), u.data(), k.bias ? bias.data() : nullptr, epi, y.data(), ws.data(), k.threads, pool);
 
     // |U| per (m, c, point) and |B^T| |d| |B| per (c, tile, point), in double.
-    const int64_t th = (oh + 3) / 4, tw = (ow + 3) / 4;
-    std::vector<double> ua(static_cast<size_t>(k.m * k.c * 36)), va(static_cast<size_t>(k.c * th * tw * 36));
+    const int64_t th = (oh + T - 1) / T, tw = (ow + T - 1) / T;
+    std::vector<double> ua(static_cast<size_t>(k.m * k.c * P)), va(static_cast<size_t>(k.c * th * tw * P));
     for (int64_t mc = 0; mc < k.m * k.c; ++mc) {
-      for (int a = 0; a < 6; ++a) {
-        for (int b = 0; b < 6; ++b) {
+      for (int a = 0; a < A; ++a) {
+        for (int b = 0; b < A; ++b) {
           double s = 0;
           for (int i = 0; i < 3; ++i) {
-            for (int j = 0; j < 3; ++j) s += std::fabs(G[a][i] * G[b][j] * w[mc * 9 + i * 3 + j]);
+            for (int j = 0; j < 3; ++j) s += std::fabs(G(a, i) * G(b, j) * w[mc * 9 + i * 3 + j]);
           }
-          ua[mc * 36 + a * 6 + b] = s;
+          ua[mc * P + a * A + b] = s;
         }
       }
     }
@@ -1470,14 +1482,14 @@ void check_winograd(const char* /*level*/) {
     };
     for (int64_t c = 0; c < k.c; ++c) {
       for (int64_t t = 0; t < th * tw; ++t) {
-        const int64_t y0 = t / tw * 4 - k.pt, x0 = t % tw * 4 - k.pl;
-        for (int a = 0; a < 6; ++a) {
-          for (int b = 0; b < 6; ++b) {
+        const int64_t y0 = t / tw * T - k.pt, x0 = t % tw * T - k.pl;
+        for (int a = 0; a < A; ++a) {
+          for (int b = 0; b < A; ++b) {
             double s = 0;
-            for (int i = 0; i < 6; ++i) {
-              for (int j = 0; j < 6; ++j) s += std::fabs(BT[a][i] * BT[b][j] * in_at(c, y0 + i, x0 + j));
+            for (int i = 0; i < A; ++i) {
+              for (int j = 0; j < A; ++j) s += std::fabs(BT(a, i) * BT(b, j) * in_at(c, y0 + i, x0 + j));
             }
-            va[(c * th * tw + t) * 36 + a * 6 + b] = s;
+            va[(c * th * tw + t) * P + a * A + b] = s;
           }
         }
       }
@@ -1497,12 +1509,13 @@ void check_winograd(const char* /*level*/) {
           }
           if (k.act == K::kRelu) exact = exact > 0 ? exact : 0;
           if (k.act == K::kClip) exact = std::min<double>(std::max<double>(exact, epi.lo), epi.hi);
-          const int64_t t = oy / 4 * tw + ox / 4, i = oy % 4, j = ox % 4;
+          const int64_t t = oy / T * tw + ox / T;
+          const int i = static_cast<int>(oy % T), j = static_cast<int>(ox % T);
           double s = 0;
-          for (int p = 0; p < 36; ++p) {
+          for (int p = 0; p < P; ++p) {
             double sum_c = 0;
-            for (int64_t c = 0; c < k.c; ++c) sum_c += ua[(m * k.c + c) * 36 + p] * va[(c * th * tw + t) * 36 + p];
-            s += std::fabs(AT[i][p / 6] * AT[j][p % 6]) * sum_c;
+            for (int64_t c = 0; c < k.c; ++c) sum_c += ua[(m * k.c + c) * P + p] * va[(c * th * tw + t) * P + p];
+            s += std::fabs(AT(i, p / A) * AT(j, p % A)) * sum_c;
           }
           const double tol = kDotSlack * static_cast<double>(k.c + 22) * kUnitRoundoff * (s + std::fabs(exact));
           const float got = y[(m * oh + oy) * ow + ox];
@@ -1515,9 +1528,10 @@ void check_winograd(const char* /*level*/) {
         }
       }
     }
-    std::printf("    winograd c%lld m%lld %lldx%lld: largest error %.3f of the bound\n",
-                static_cast<long long>(k.c), static_cast<long long>(k.m), static_cast<long long>(oh),
-                static_cast<long long>(ow), worst);
+    std::printf("    winograd F(%lldx%lld) c%lld m%lld %lldx%lld: largest error %.3f of the bound\n",
+                static_cast<long long>(T), static_cast<long long>(T), static_cast<long long>(k.c),
+                static_cast<long long>(k.m), static_cast<long long>(oh), static_cast<long long>(ow), worst);
+  }
   }
 }
 
@@ -1525,34 +1539,40 @@ TEST(Winograd, WithinItsErrorBoundOnEveryLevel) {
   on_every_level(check_winograd);
 }
 
-TEST(Winograd, AppliesOnlyTo3x3Stride1WithEnoughTiles) {
+TEST(Winograd, TileBySizeAndOnly3x3Stride1) {
   namespace wg = kite::cpu::winograd;
   kite::ops::WindowGeometry g;
-  g.input = {16, 16};
-  g.output = {16, 16};
+  g.input = {24, 24};
+  g.output = {24, 24};
   g.kernel = {3, 3};
   g.strides = {1, 1};
   g.dilations = {1, 1};
   g.pads_begin = {1, 1};
   g.pads_end = {1, 1};
-  EXPECT_TRUE(wg::applies(g, 8, 8));  // 16 tiles
-  EXPECT_FALSE(wg::applies(g, 1, 8));  // one input channel: the direct loop
+  EXPECT_EQ(wg::tile_for(g, 8, 8), 4);  // 36 tiles of 4x4
+  EXPECT_EQ(wg::tile_for(g, 1, 8), 0);  // one input channel: the direct loop
+  kite::ops::WindowGeometry mid = g;
+  mid.input = mid.output = {14, 14};  // 16 tiles of 4x4, 49 of 2x2
+  EXPECT_EQ(wg::tile_for(mid, 8, 8), 2);
+  kite::ops::WindowGeometry seven = g;
+  seven.input = seven.output = {7, 7};  // 16 tiles of 2x2
+  EXPECT_EQ(wg::tile_for(seven, 8, 8), 2);
   kite::ops::WindowGeometry small = g;
-  small.input = small.output = {12, 12};  // 9 tiles
-  EXPECT_FALSE(wg::applies(small, 8, 8));
+  small.input = small.output = {6, 6};  // 9 tiles of 2x2
+  EXPECT_EQ(wg::tile_for(small, 8, 8), 0);
   kite::ops::WindowGeometry strided = g;
   strided.strides = {2, 2};
-  strided.output = {8, 8};
-  EXPECT_FALSE(wg::applies(strided, 8, 8));
+  strided.output = {12, 12};
+  EXPECT_EQ(wg::tile_for(strided, 8, 8), 0);
   kite::ops::WindowGeometry dilated = g;
   dilated.dilations = {2, 2};
-  EXPECT_FALSE(wg::applies(dilated, 8, 8));
+  EXPECT_EQ(wg::tile_for(dilated, 8, 8), 0);
   kite::ops::WindowGeometry grouped = g;
   grouped.group = 2;
-  EXPECT_FALSE(wg::applies(grouped, 8, 8));
+  EXPECT_EQ(wg::tile_for(grouped, 8, 8), 0);
   kite::ops::WindowGeometry five = g;
   five.kernel = {5, 5};
-  EXPECT_FALSE(wg::applies(five, 8, 8));
+  EXPECT_EQ(wg::tile_for(five, 8, 8), 0);
 }
 
 TEST(Conv, Handcomputed) {

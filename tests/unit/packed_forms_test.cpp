@@ -97,8 +97,10 @@ std::vector<OneNode> sweep() {
                    {int_attr("group", 2), ints_attr("strides", {2, 2}), ints_attr("dilations", {2, 3})}});
   cases.push_back({"Conv", {1, 4, 11}, {7, 4, 3}, {7}, {1, 7, 9}, {}});
   cases.push_back({"Conv", {1, 3, 4, 4, 4}, {5, 3, 2, 2, 2}, {5}, {1, 5, 3, 3, 3}, {}});
-  // 3x3 stride 1 on 16 output tiles: Winograd, weights in layout wino43-a6.
-  cases.push_back({"Conv", {1, 4, 16, 16}, {6, 4, 3, 3}, {6}, {1, 6, 16, 16}, {ints_attr("pads", {1, 1, 1, 1})}});
+  // 3x3 stride 1: Winograd, weights in layout wino43-a6 (24x24) or
+  // wino23-a6 (14x14).
+  cases.push_back({"Conv", {1, 4, 24, 24}, {6, 4, 3, 3}, {6}, {1, 6, 24, 24}, {ints_attr("pads", {1, 1, 1, 1})}});
+  cases.push_back({"Conv", {1, 4, 14, 14}, {6, 4, 3, 3}, {6}, {1, 6, 14, 14}, {ints_attr("pads", {1, 1, 1, 1})}});
   // ConvTranspose, plain and grouped.
   cases.push_back({"ConvTranspose", {1, 4, 3, 3}, {4, 5, 3, 3}, {5}, {1, 5, 5, 5}, {}});
   cases.push_back({"ConvTranspose", {1, 6, 4, 4}, {6, 2, 2, 2}, {}, {1, 6, 8, 8},
@@ -266,30 +268,37 @@ TEST(PackedForms, OneBlobServesEveryLevel) {
 }
 
 TEST(PackedForms, WinogradConvsReadTheTransformedForm) {
-  // The converter writes the 3x3 weights transformed (36 matrices of G g
-  // G^T); a form of zeros gives the bias, so the kernel read it. With the
-  // backend's winograd=0 the im2col kernel needs the plain layout, which
+  // The converter writes the 3x3 weights transformed (the matrices of
+  // G g G^T); a form of zeros gives the bias, so the kernel read it. With
+  // the backend's winograd=0 the im2col kernel needs the plain layout, which
   // this file lacks: packed at load, and the placement says which.
-  const OneNode c{"Conv", {1, 4, 16, 16}, {6, 4, 3, 3}, {6}, {1, 6, 16, 16}, {ints_attr("pads", {1, 1, 1, 1})}};
-  const Model plain = one_node_model(c);
-  Model m = with_forms(plain, {wp::host_isa()});
-  ASSERT_EQ(m.packed.size(), 1u);
-  ASSERT_EQ(m.packed[0].keys.size(), 1u);
-  EXPECT_EQ(m.packed[0].keys[0], wp::key(wp::host_isa(), "wino43-a6"));
-  const std::vector<float> x = ramp(4 * 16 * 16, 7);
-  Session off(m, "0"), on(m), off_plain(plain, "0");
-  ASSERT_EQ(off.created, KITE_OK) << off.error;
-  EXPECT_NE(off.reasons().find("weights packed at load (the file has no " + wp::key(wp::host_isa(), "conv-a6-g1")),
-            std::string::npos)
-      << off.reasons();
-  EXPECT_EQ(on.reasons().find("weights packed at load"), std::string::npos) << on.reasons();
-  // winograd=0 is the im2col kernel whatever the file holds.
-  EXPECT_EQ(off.run(x, 6 * 256), off_plain.run(x, 6 * 256));
-  std::fill(m.packed[0].data.begin(), m.packed[0].data.end(), 0);
-  Session zeros(m);
-  ASSERT_EQ(zeros.created, KITE_OK) << zeros.error;
-  const std::vector<float> bias = ramp(6, 2), y = zeros.run(x, 6 * 256);
-  for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], bias[i / 256]) << i;
+  for (const int64_t size : {24, 14}) {
+    const std::string layout = size == 24 ? "wino43-a6" : "wino23-a6";
+    SCOPED_TRACE(layout);
+    const int64_t pixels = size * size;
+    const OneNode c{"Conv", {1, 4, size, size}, {6, 4, 3, 3}, {6}, {1, 6, size, size},
+                    {ints_attr("pads", {1, 1, 1, 1})}};
+    const Model plain = one_node_model(c);
+    Model m = with_forms(plain, {wp::host_isa()});
+    ASSERT_EQ(m.packed.size(), 1u);
+    ASSERT_EQ(m.packed[0].keys.size(), 1u);
+    EXPECT_EQ(m.packed[0].keys[0], wp::key(wp::host_isa(), layout));
+    const std::vector<float> x = ramp(static_cast<size_t>(4 * pixels), 7);
+    const size_t out = static_cast<size_t>(6 * pixels);
+    Session off(m, "0"), on(m), off_plain(plain, "0");
+    ASSERT_EQ(off.created, KITE_OK) << off.error;
+    EXPECT_NE(off.reasons().find("weights packed at load (the file has no " + wp::key(wp::host_isa(), "conv-a6-g1")),
+              std::string::npos)
+        << off.reasons();
+    EXPECT_EQ(on.reasons().find("weights packed at load"), std::string::npos) << on.reasons();
+    // winograd=0 is the im2col kernel whatever the file holds.
+    EXPECT_EQ(off.run(x, out), off_plain.run(x, out));
+    std::fill(m.packed[0].data.begin(), m.packed[0].data.end(), 0);
+    Session zeros(m);
+    ASSERT_EQ(zeros.created, KITE_OK) << zeros.error;
+    const std::vector<float> bias = ramp(6, 2), y = zeros.run(x, out);
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], bias[i / static_cast<size_t>(pixels)]) << i;
+  }
 }
 
 // ---- the loader's checks of the form table ----

@@ -116,9 +116,10 @@ class ConvKernel : public Kernel {
  public:
   ConvKernel(const Geometry3& g, int64_t batch, int64_t channels, int64_t out_channels,
              const float* x, const float* w, const float* bias, float* y, bool w_constant,
-             bool winograd)
+             int64_t winograd_tile)
       : g_(g), batch_(batch), channels_(channels), out_channels_(out_channels), x_(x), w_(w),
-        bias_(bias), y_(y), w_constant_(w_constant), winograd_(winograd && w_constant) {
+        bias_(bias), y_(y), w_constant_(w_constant),
+        winograd_(winograd_tile > 0 && w_constant), wino_tile_(winograd_tile) {
     cg_ = channels_ / g_.group;
     mg_ = out_channels_ / g_.group;
     k_ = cg_ * g_.kernel_numel();
@@ -146,11 +147,12 @@ class ConvKernel : public Kernel {
       return true;
     }
     if (winograd_) {
-      wino_ = winograd::Conv(channels_, out_channels_, g_.in[1], g_.in[2], g_.out[1], g_.out[2],
-                             g_.pad[1], g_.pad[2]);
+      wino_ = winograd::Conv(wino_tile_, channels_, out_channels_, g_.in[1], g_.in[2], g_.out[1],
+                             g_.out[2], g_.pad[1], g_.pad[2]);
       weights_ = packed_conv_weights(
-          args, true, winograd::packed_weight_floats(out_channels_, channels_), &packed_w_,
-          [this] { winograd::pack_weights(w_, out_channels_, channels_, packed_w_.data()); }, err);
+          args, true, winograd::packed_weight_floats(wino_tile_, out_channels_, channels_), &packed_w_,
+          [this] { winograd::pack_weights(wino_tile_, w_, out_channels_, channels_, packed_w_.data()); },
+          err);
       workspace()->reserve(static_cast<size_t>(wino_.workspace_floats(threads)));
       return weights_ != nullptr;
     }
@@ -498,7 +500,8 @@ class ConvKernel : public Kernel {
   const float* bias_;
   float* y_;
   bool w_constant_;
-  bool winograd_;        // F(4x4, 3x3) (winograd.h) instead of im2col + GEMM
+  bool winograd_;        // Winograd (winograd.h) instead of im2col + GEMM
+  int64_t wino_tile_;    // its output tile: 4 (F(4x4, 3x3)) or 2 (F(2x2, 3x3))
   winograd::Conv wino_;  // its plan, when winograd_
   int64_t cg_ = 0, mg_ = 0, k_ = 0, pixels_ = 0;
   bool direct_ = false, pointwise_ = false;
@@ -683,7 +686,7 @@ std::unique_ptr<Kernel> prepare_conv(const KernelArgs& args, std::string* err) {
       g, x[0], x[1], w[0], static_cast<const float*>(args.input_data(0)),
       static_cast<const float*>(args.input_data(1)), bias,
       static_cast<float*>(args.output_data(0)), args.node->inputs[1]->is_constant != 0,
-      args.winograd && winograd::applies(wg, x[1], w[0]));
+      args.winograd ? winograd::tile_for(wg, x[1], w[0]) : 0);
   kernel->shared_workspace = args.workspace;
   kernel->threads = args.threads;
   if (!kernel->prepare(args, err)) return nullptr;

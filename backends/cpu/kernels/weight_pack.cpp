@@ -58,9 +58,9 @@ bool conv_dims(const OpNode& op, ConvDims* d) {
   return d->mg > 0 && d->k > 0;
 }
 
-// A Conv the kernel runs as Winograd F(4x4, 3x3) (winograd::applies), whose
-// weights are read transformed ("wino43-a6"): out_channels and channels.
-bool winograd_dims(const OpNode& op, int64_t* m, int64_t* c) {
+// A Conv the kernel runs as Winograd (winograd::tile_for), whose weights are
+// read transformed ("wino43-a6", "wino23-a6"): tile, out_channels, channels.
+bool winograd_dims(const OpNode& op, int64_t* tile, int64_t* m, int64_t* c) {
   if (!op.has_input(0) || !op.has_input(1)) return false;
   const Shape& x = op.inputs[0].shape;
   const Shape& w = op.inputs[1].shape;
@@ -68,7 +68,8 @@ bool winograd_dims(const OpNode& op, int64_t* m, int64_t* c) {
   const OpNode conv = op.op == "Conv" ? op : kite::ops::fused_primitive(op, "Conv", 3);
   kite::ops::WindowGeometry g;
   if (!kite::ops::window_geometry(conv, &g, nullptr)) return false;
-  if (!winograd::applies(g, x[1], w[0]) || w[1] != x[1]) return false;
+  *tile = winograd::tile_for(g, x[1], w[0]);
+  if (*tile == 0 || w[1] != x[1]) return false;
   *m = w[0];
   *c = x[1];
   return true;
@@ -180,9 +181,9 @@ std::vector<Layout> layouts(const OpNode& op, bool winograd) {
   if (prim == "Conv" || prim == "ConvTranspose") {
     ConvDims d;
     if (!is_float_constant(op, 1)) return out;
-    int64_t wm = 0, wc = 0;
-    if (prim == "Conv" && winograd && winograd_dims(op, &wm, &wc)) {
-      out.push_back({1, "wino43-a6", winograd::packed_weight_floats(wm, wc)});
+    int64_t wt = 0, wm = 0, wc = 0;
+    if (prim == "Conv" && winograd && winograd_dims(op, &wt, &wm, &wc)) {
+      out.push_back({1, winograd::layout_name(wt), winograd::packed_weight_floats(wt, wm, wc)});
       return out;
     }
     if (!(prim == "Conv" ? conv_dims(op, &d) : conv_transpose_dims(op, &d))) return out;
@@ -201,9 +202,11 @@ std::vector<Layout> layouts(const OpNode& op, bool winograd) {
 void pack(const OpNode& op, const Layout& layout, float* dst) {
   const float* w = static_cast<const float*>(op.inputs[static_cast<size_t>(layout.input)].data);
   const std::string prim = primitive_of(op);
-  if (prim == "Conv" && layout.name == "wino43-a6") {
-    int64_t m = 0, c = 0;
-    if (winograd_dims(op, &m, &c)) winograd::pack_weights(w, m, c, dst);
+  if (prim == "Conv" && layout.name.compare(0, 4, "wino") == 0) {
+    int64_t t = 0, m = 0, c = 0;
+    if (winograd_dims(op, &t, &m, &c) && layout.name == winograd::layout_name(t)) {
+      winograd::pack_weights(t, w, m, c, dst);
+    }
   } else if (prim == "Conv") {
     ConvDims d;
     if (!conv_dims(op, &d)) return;

@@ -13,9 +13,10 @@
 // the parameters that the tensor's shape does not give:
 //   conv-a6-g<G>   Conv weight (M, C/G, k...): per group the (M/G x C/G*k)
 //                  matrix as sgemm A panels of 6 rows, groups one after another
-//   wino43-a6      Conv weight (M, C, 3, 3) of a Conv run as Winograd
-//                  F(4x4, 3x3) (winograd.h): the 36 matrices (M x C) of
-//                  G g G^T, each as sgemm A panels of 6 rows
+//   wino43-a6, wino23-a6  Conv weight (M, C, 3, 3) of a Conv run as
+//                  Winograd F(4x4, 3x3) or F(2x2, 3x3) (winograd.h): the 36
+//                  or 16 matrices (M x C) of G g G^T, each as sgemm A
+//                  panels of 6 rows
 //   convt-a6-g<G>  ConvTranspose weight (C, M/G, k...): per group W_g^T
 //   gemm-a6, gemm-a6t  a constant A (m x k; t: stored k x m); Gemm's alpha
 //                  other than 1 scales it while packed: "-x<alpha's bits>"

@@ -217,10 +217,16 @@ namespace kite::cpu::winograd {
 
 namespace {
 
-// Below this many output tiles the transformed weights (4x the bytes) are
-// read for too little work: resnet18's 7x7 layer4 (4 tiles) stays on im2col.
-constexpr int64_t kMinTiles = 16;
-// The block's transformed input and GEMM output (36 * (channels +
+// F(4x4) from this many of its tiles (a 22x22 image and up): below, its
+// weights (4x the bytes of the 3x3 ones) are streamed for too few tiles,
+// and F(2x2) (1.8x the bytes) does as well or better. Measured on resnet18
+// (Intel Xeon, AVX-512, 1 thread): the 14x14 layer3 convolutions 1.55 ms
+// as F(4x4), 1.55-1.6 as F(2x2) (reading 4 MB of weights instead of 9);
+// the 7x7 layer4 ones 2.9 ms on im2col, 4.9 as F(4x4), 2.05 as F(2x2).
+constexpr int64_t kMinTiles4 = 32;
+// F(2x2) from this many of its tiles (an 8x8 image, 7x7 rounded up).
+constexpr int64_t kMinTiles2 = 16;
+// The block's transformed input and GEMM output (points * (channels +
 // out_channels) floats per tile) are kept near this size, inside L2.
 constexpr int64_t kBlockFloats = 128 * 1024;
 
@@ -234,100 +240,121 @@ struct Level {
   OutputFn output;
 };
 
-Level level() {
+template <int Tile>
+Level level_for() {
 #if KITE_WG_X86
   switch (sgemm::micro_kernel_in_use()) {
     case sgemm::MicroKernel::kAvx512:
-      return {avx512::input_tiles, avx512::output_tiles};
+      return {avx512::input_tiles<Tile>, avx512::output_tiles<Tile>};
     case sgemm::MicroKernel::kAvx2Fma:
-      return {avx2::input_tiles, avx2::output_tiles};
+      return {avx2::input_tiles<Tile>, avx2::output_tiles<Tile>};
     default:
       break;
   }
 #endif
 #if KITE_WG_VECTOR
-  return {portable::input_tiles, portable::output_tiles};
+  return {portable::input_tiles<Tile>, portable::output_tiles<Tile>};
 #else
   return {nullptr, nullptr};
 #endif
 }
 
+Level level(int64_t tile) { return tile == 2 ? level_for<2>() : level_for<4>(); }
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-bool applies(const kite::ops::WindowGeometry& g, int64_t channels, int64_t out_channels) {
+int64_t tile_for(const kite::ops::WindowGeometry& g, int64_t channels, int64_t out_channels) {
   // KITE_CPU_WINOGRAD=off: im2col + GEMM for every convolution (A/B
   // measurements; files packed for Winograd then pack the weights at load).
-  static const bool off = [] {
+  // =4 or =2: that tile size wherever Winograd applies.
+  static const int forced = [] {
     const char* env = std::getenv("KITE_CPU_WINOGRAD");
-    return env != nullptr && std::strcmp(env, "off") == 0;
+    if (env == nullptr) return -1;
+    if (std::strcmp(env, "off") == 0) return 0;
+    if (std::strcmp(env, "4") == 0) return 4;
+    if (std::strcmp(env, "2") == 0) return 2;
+    return -1;
   }();
-  if (!KITE_WG_VECTOR || off) return false;
-  if (g.input.size() != 2 || g.output.size() != 2 || g.kernel.size() != 2) return false;
+  if (!KITE_WG_VECTOR || forced == 0) return 0;
+  if (g.input.size() != 2 || g.output.size() != 2 || g.kernel.size() != 2) return 0;
   for (size_t i = 0; i < 2; ++i) {
-    if (g.kernel[i] != 3 || g.strides[i] != 1 || g.dilations[i] != 1) return false;
+    if (g.kernel[i] != 3 || g.strides[i] != 1 || g.dilations[i] != 1) return 0;
   }
-  if (g.group != 1 || channels < 2 || out_channels < 1) return false;  // one channel: direct loop
-  return ceil_div(g.output[0], kTile) * ceil_div(g.output[1], kTile) >= kMinTiles;
+  if (g.group != 1 || channels < 2 || out_channels < 1) return 0;  // one channel: direct loop
+  auto tiles = [&](int64_t t) { return ceil_div(g.output[0], t) * ceil_div(g.output[1], t); };
+  if (forced > 0) return tiles(forced) >= 1 ? forced : 0;
+  if (tiles(4) >= kMinTiles4) return 4;
+  if (tiles(2) >= kMinTiles2) return 2;
+  return 0;
 }
 
-int64_t packed_weight_floats(int64_t out_channels, int64_t channels) {
-  return kPoints * sgemm::packed_a_floats(out_channels, channels);
+const char* layout_name(int64_t tile) { return tile == 2 ? "wino23-a6" : "wino43-a6"; }
+
+int64_t packed_weight_floats(int64_t tile, int64_t out_channels, int64_t channels) {
+  return points(tile) * sgemm::packed_a_floats(out_channels, channels);
 }
 
-void pack_weights(const float* w, int64_t out_channels, int64_t channels, float* dst) {
-  // G (6 x 3) for the points 0, 1, -1, 2, -2 and infinity.
-  static const double G[kAlpha][3] = {{1.0 / 4, 0, 0},
-                                      {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                      {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                      {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                      {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                      {0, 0, 1}};
+void pack_weights(int64_t tile, const float* w, int64_t out_channels, int64_t channels, float* dst) {
+  // G (alpha x 3): F(4x4) for the points 0, 1, -1, 2, -2 and infinity;
+  // F(2x2) for 0, 1, -1 and infinity.
+  static const double G4[6][3] = {{1.0 / 4, 0, 0},
+                                  {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                  {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                  {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                  {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                  {0, 0, 1}};
+  static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  const int alpha = static_cast<int>(tile + 2);
+  auto G = [&](int i, int j) { return tile == 2 ? G2[i][j] : G4[i][j]; };
   const int64_t pairs = out_channels * channels;
-  std::vector<float> u(static_cast<size_t>(kPoints * pairs));  // point-major
+  const int64_t n_points = points(tile);
+  std::vector<float> u(static_cast<size_t>(n_points * pairs));  // point-major
   for (int64_t mc = 0; mc < pairs; ++mc) {
     const float* g = w + mc * 9;
-    double gt[kAlpha][3];  // G g
-    for (int i = 0; i < kAlpha; ++i) {
-      for (int j = 0; j < 3; ++j) {
-        gt[i][j] = G[i][0] * g[j] + G[i][1] * g[3 + j] + G[i][2] * g[6 + j];
-      }
+    double gt[6][3];  // G g
+    for (int i = 0; i < alpha; ++i) {
+      for (int j = 0; j < 3; ++j) gt[i][j] = G(i, 0) * g[j] + G(i, 1) * g[3 + j] + G(i, 2) * g[6 + j];
     }
-    for (int i = 0; i < kAlpha; ++i) {
-      for (int j = 0; j < kAlpha; ++j) {  // (G g) G^T
-        const double s = gt[i][0] * G[j][0] + gt[i][1] * G[j][1] + gt[i][2] * G[j][2];
-        u[static_cast<size_t>((i * kAlpha + j) * pairs + mc)] = static_cast<float>(s);
+    for (int i = 0; i < alpha; ++i) {
+      for (int j = 0; j < alpha; ++j) {  // (G g) G^T
+        const double s = gt[i][0] * G(j, 0) + gt[i][1] * G(j, 1) + gt[i][2] * G(j, 2);
+        u[static_cast<size_t>((i * alpha + j) * pairs + mc)] = static_cast<float>(s);
       }
     }
   }
   const int64_t per_point = sgemm::packed_a_floats(out_channels, channels);
-  for (int64_t p = 0; p < kPoints; ++p) {
+  for (int64_t p = 0; p < n_points; ++p) {
     sgemm::pack_a(u.data() + p * pairs, channels, 1, out_channels, channels, 1.0f,
                   dst + p * per_point, nullptr);
   }
 }
 
-Conv::Conv(int64_t channels_, int64_t out_channels_, int64_t in_h_, int64_t in_w_, int64_t out_h_,
-           int64_t out_w_, int64_t pad_h_, int64_t pad_w_)
-    : channels(channels_), out_channels(out_channels_), in_h(in_h_), in_w(in_w_), out_h(out_h_),
-      out_w(out_w_), pad_h(pad_h_), pad_w(pad_w_) {
-  tiles_h = ceil_div(out_h, kTile);
-  tiles_w = ceil_div(out_w, kTile);
+Conv::Conv(int64_t tile_, int64_t channels_, int64_t out_channels_, int64_t in_h_, int64_t in_w_,
+           int64_t out_h_, int64_t out_w_, int64_t pad_h_, int64_t pad_w_)
+    : tile(tile_), point_count(points(tile_)), channels(channels_), out_channels(out_channels_),
+      in_h(in_h_), in_w(in_w_), out_h(out_h_), out_w(out_w_), pad_h(pad_h_), pad_w(pad_w_) {
+  tiles_h = ceil_div(out_h, tile);
+  tiles_w = ceil_div(out_w, tile);
   tiles = tiles_h * tiles_w;
-  const int64_t per_tile = kPoints * (channels + out_channels);
   // As many tiles as fit, then the blocks evened out (49 tiles at most 48
-  // a block: two of 32, not 48 and 1).
-
-  const int64_t most = std::max<int64_t>(kLanes, kBlockFloats / std::max<int64_t>(per_tile, 1) / kLanes * kLanes);
+  // a block: two of 32, not 48 and 1). Every block reads all of U, so
+  // blocks may hold as many floats as U does when that is more: resnet18's
+  // 14x14 layer3 (U 4 MB as F(2x2)) in one block, not four.
+  const int64_t per_tile = point_count * (channels + out_channels);
+  const int64_t budget = std::max(kBlockFloats, point_count * channels * out_channels);
+  const int64_t most = std::max<int64_t>(kLanes, budget / std::max<int64_t>(per_tile, 1) / kLanes * kLanes);
   const int64_t blocks = ceil_div(tiles, most);
   block = ceil_div(ceil_div(tiles, blocks), kLanes) * kLanes;
 }
 
-int64_t Conv::block_floats() const { return kPoints * (v_floats() + m_floats()); }
+int64_t Conv::block_floats() const { return point_count * (v_floats() + m_floats()); }
 
+// A block per thread when run takes that path, else one.
 int64_t Conv::workspace_floats(int threads) const {
-  return std::max(1, threads) * block_floats();
+  const int64_t workers = std::max(1, threads);
+  return (workers > 1 && ceil_div(tiles, block) >= 2 * workers ? workers : 1) * block_floats();
 }
 
 namespace {
@@ -347,9 +374,9 @@ void each(ThreadPool* pool, int64_t n, int64_t min_chunk, F&& fn) {
 void Conv::run_block(int64_t t0, const float* x, const float* u, const float* bias,
                      const sgemm::Epilogue& epilogue, float* y, float* scratch,
                      ThreadPool* pool) const {
-  const Level fns = level();
+  const Level fns = level(tile);
   float* v = scratch;
-  float* mb = scratch + kPoints * v_floats();
+  float* mb = scratch + point_count * v_floats();
   const int64_t in_plane = in_h * in_w, out_plane = out_h * out_w;
   const int64_t u_point = sgemm::packed_a_floats(out_channels, channels);
   const int64_t n = std::min(block, tiles - t0);
@@ -361,7 +388,7 @@ void Conv::run_block(int64_t t0, const float* x, const float* u, const float* bi
                 v_floats());
     }
   });
-  each(pool, kPoints, 1, [&](int64_t b, int64_t e) {
+  each(pool, point_count, 1, [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
       sgemm::gemm_packed(out_channels, n, channels, u + p * u_point, v + p * v_floats(),
                          mb + p * m_floats(), block, nullptr, false, nullptr);
@@ -378,7 +405,7 @@ void Conv::run_block(int64_t t0, const float* x, const float* u, const float* bi
 
 void Conv::run(const float* x, const float* u, const float* bias, const sgemm::Epilogue& epilogue,
                float* y, float* workspace, int slots, ThreadPool& pool) const {
-  if (level().input == nullptr) return;  // applies() said no: never planned
+  if (level(tile).input == nullptr) return;  // tile_for() said no: never planned
   const int64_t blocks = ceil_div(tiles, block);
   const int64_t workers = std::min<int64_t>(pool.size(), std::max(1, slots));
   if (workers > 1 && blocks >= 2 * workers) {

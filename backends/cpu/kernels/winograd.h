@@ -1,22 +1,29 @@
-// Winograd F(4x4, 3x3) for 2-D 3x3 convolutions with stride 1 (Lavin and
-// Gray, "Fast Algorithms for Convolutional Neural Networks", 2015).
+// Winograd F(4x4, 3x3) and F(2x2, 3x3) for 2-D 3x3 convolutions with stride
+// 1 (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks",
+// 2015).
 //
-// Each 4x4 tile of the output comes from a 6x6 tile of the input: V = B^T d B
-// per input channel, M = U . V summed over input channels (U = G g G^T, the
-// weights transformed once), then Y = A^T M A. The sum over channels is 36
-// independent GEMMs (one per point of the 6x6 transform domain) of
-// (out_channels x channels) by (channels x tiles): 36 multiply-adds per tile
-// and channel pair where the direct convolution takes 144, so 4x fewer.
+// Each m x m tile of the output (m = 4 or 2) comes from an (m+2) x (m+2)
+// tile of the input: V = B^T d B per input channel, M = U . V summed over
+// input channels (U = G g G^T, the weights transformed once), then
+// Y = A^T M A. The sum over channels is (m+2)^2 independent GEMMs (one per
+// point of the transform domain) of (out_channels x channels) by (channels x
+// tiles): per output pixel and channel pair, 36/16 = 2.25 multiply-adds for
+// F(4x4) and 16/4 = 4 for F(2x2) where the direct convolution takes 9.
 //
-// The transformed weights are 36 matrices in the GEMM's packed-A layout
-// (weight_pack.h layout "wino43-a6"): 4x the bytes of the 3x3 weights, which
-// is why small images (few tiles per weight) keep the im2col path.
+// The transformed weights are (m+2)^2 matrices in the GEMM's packed-A
+// layout (weight_pack.h layouts "wino43-a6", "wino23-a6"): 4x (F(4x4)) or
+// 1.8x (F(2x2)) the bytes of the 3x3 weights, read once per run. Large
+// images take F(4x4); small ones (14x14, 7x7: few tiles per weight, where
+// streaming 4x the weights would cost more than the arithmetic saved) take
+// F(2x2); tiny ones keep im2col.
 //
-// Error: the transforms have coefficients up to 8 (A^T) and 1/24 (G), so the
-// float32 result is further from the exact one than the direct sum is:
-// about 1e-5 of the output's largest magnitude for 64-channel layers where
-// the direct sum is about 2e-7 (measured against float64 in the unit test,
-// which bounds it). The model set's tolerance is 1e-4 of the largest output.
+// Error: the transforms have coefficients up to 8 (F(4x4)'s A^T) and 1/24
+// (its G), so the float32 result is further from the exact one than the
+// direct sum is: about 1e-5 of the output's largest magnitude for 64-channel
+// layers where the direct sum is about 2e-7; F(2x2)'s coefficients are 0, 1
+// and 1/2 and its error stays near the direct sum's. The unit test bounds
+// both against float64; the model set's tolerance is 1e-4 of the largest
+// output.
 #pragma once
 
 #include <cstdint>
@@ -27,30 +34,35 @@
 
 namespace kite::cpu::winograd {
 
+// F(4x4, 3x3)'s sizes (the AVX-512 gather and scatter are written for it).
 constexpr int64_t kTile = 4;     // output tile edge
 constexpr int64_t kAlpha = 6;    // input tile edge
 constexpr int64_t kPoints = 36;  // kAlpha * kAlpha
 constexpr int64_t kLanes = 16;   // tiles transformed together (two panels of the GEMM's B)
 
-// Whether a Conv of this geometry (channels in, out_channels out, constant
-// weights) runs as F(4x4, 3x3): 2-D, 3x3 kernel, stride 1, dilation 1, one
-// group, and enough output tiles that the transformed weights are reused.
-// The converter (packing offline) and the kernel ask the same question.
-bool applies(const kite::ops::WindowGeometry& g, int64_t channels, int64_t out_channels);
+// The output tile edge a Conv of this geometry (channels in, out_channels
+// out, constant weights) runs with: 4 (F(4x4, 3x3)), 2 (F(2x2, 3x3)) or 0
+// (not Winograd: im2col). Winograd needs 2-D, a 3x3 kernel, stride 1,
+// dilation 1, one group and two input channels or more. The converter
+// (packing offline) and the kernel ask the same question.
+int64_t tile_for(const kite::ops::WindowGeometry& g, int64_t channels, int64_t out_channels);
+inline int64_t points(int64_t tile) { return (tile + 2) * (tile + 2); }
+// "wino43-a6" or "wino23-a6".
+const char* layout_name(int64_t tile);
 
-// The transformed weights: kPoints matrices (out_channels x channels), each
-// in packed-A layout, one after another.
-int64_t packed_weight_floats(int64_t out_channels, int64_t channels);
+// The transformed weights: points(tile) matrices (out_channels x channels),
+// each in packed-A layout, one after another.
+int64_t packed_weight_floats(int64_t tile, int64_t out_channels, int64_t channels);
 // w: (out_channels, channels, 3, 3) row-major. Transformed in double.
-void pack_weights(const float* w, int64_t out_channels, int64_t channels, float* dst);
+void pack_weights(int64_t tile, const float* w, int64_t out_channels, int64_t channels, float* dst);
 
 // One convolution's plan: sizes, and the tiles per block (a multiple of
 // kLanes) whose transformed input and GEMM output stay in the L2 cache.
 class Conv {
  public:
   Conv() = default;
-  Conv(int64_t channels, int64_t out_channels, int64_t in_h, int64_t in_w, int64_t out_h,
-       int64_t out_w, int64_t pad_h, int64_t pad_w);
+  Conv(int64_t tile, int64_t channels, int64_t out_channels, int64_t in_h, int64_t in_w,
+       int64_t out_h, int64_t out_w, int64_t pad_h, int64_t pad_w);
   // Scratch for a run with up to `threads` threads.
   int64_t workspace_floats(int threads) const;
   // y (out_channels, out_h, out_w) = conv(x (channels, in_h, in_w)) + bias,
@@ -60,6 +72,7 @@ class Conv {
            float* y, float* workspace, int slots, ThreadPool& pool) const;
 
   // Sizes, read by the transforms (winograd_impl.inc).
+  int64_t tile = 4, point_count = 36;
   int64_t channels = 0, out_channels = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
   int64_t pad_h = 0, pad_w = 0;
   int64_t tiles_h = 0, tiles_w = 0, tiles = 0;
