@@ -1378,7 +1378,13 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{1, 40, 6, 1, {70, 67}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, "", false},  // strided
         // A stem: the im2col matrix far past L2, small weights, more output
         // channels than the few-rows rule takes: column blocks too.
-        ConvCase{1, 3, 40, 1, {120, 117}, {7, 7}, {2, 2}, {1, 1}, {3, 3, 3, 3}, "", true}
+        ConvCase{1, 3, 40, 1, {120, 117}, {7, 7}, {2, 2}, {1, 1}, {3, 3, 3, 3}, "", true},
+        // Depthwise on planes up to 16x16, sixteen channels a task on AVX-512
+        // (depthwise::Channels): channel tails, rows of 8 outputs and their
+        // tails, stride 2 and mixed strides, a 5x5 kernel, uneven pads.
+        ConvCase{2, 40, 40, 40, {13, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "", true},
+        ConvCase{1, 20, 20, 20, {15, 16}, {5, 5}, {2, 2}, {1, 1}, {2, 1, 2, 2}, "", false},
+        ConvCase{1, 17, 17, 17, {16, 16}, {3, 3}, {2, 1}, {1, 1}, {0, 1, 1, 1}, "", true}
         ));
 
 // ---------------------------------------------------------------------------
@@ -1573,6 +1579,37 @@ TEST(Winograd, TileBySizeAndOnly3x3Stride1) {
   kite::ops::WindowGeometry five = g;
   five.kernel = {5, 5};
   EXPECT_EQ(wg::tile_for(five, 8, 8), 0);
+}
+
+// FusedConv + Relu / Clip on the small-plane depthwise path (the activation
+// applied in its store): the same bits as the Conv followed by the
+// activation's formula (comparisons and selections do no arithmetic).
+TEST(Conv, DepthwiseSmallPlanesApplyTheFusedActivation) {
+  const int64_t c = 24, h = 9, w = 10;
+  const std::vector<float> x = Random(c * h * w, 71), wt = Random(c * 9, 72), bias = Random(c, 73);
+  for (const char* act : {"Relu", "Clip"}) {
+    SCOPED_TRACE(act);
+    Backend be(2);
+    Node plain("Conv", "dw");
+    plain.in({1, c, h, w}, x).in({c, 1, 3, 3}, wt, true).in({c}, bias, true).out({1, c, h, w})
+        .i("group", c).ints("pads", {1, 1, 1, 1});
+    ASSERT_TRUE(Runs(be, plain));
+    std::vector<float> want = plain.result();
+    for (float& v : want) {
+      if (std::string(act) == "Relu") {
+        v = v > 0.0f ? v : 0.0f;
+      } else {
+        v = v < -0.25f ? -0.25f : v;
+        v = v > 0.5f ? 0.5f : v;
+      }
+    }
+    Node fused("FusedConv", "dw_act");
+    fused.domain("kite").fused(std::string("Conv+") + act).in({1, c, h, w}, x).in({c, 1, 3, 3}, wt, true)
+        .in({c}, bias, true).out({1, c, h, w}).i("group", c).ints("pads", {1, 1, 1, 1}).s("activation", act);
+    if (std::string(act) == "Clip") fused.f("activation_alpha", -0.25f).f("activation_beta", 0.5f);
+    ASSERT_TRUE(Runs(be, fused));
+    ExpectExact(fused.result(), want);
+  }
 }
 
 TEST(Conv, Handcomputed) {

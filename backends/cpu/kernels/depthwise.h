@@ -57,12 +57,53 @@ inline int64_t scratch_floats(const Plane& p) {
 // Writes p.out; scratch: scratch_floats(p) floats, any content.
 void run_plane(const Plane& p, float* scratch);
 
+// Small planes, sixteen channels at a time (AVX-512 only): up to 16x16
+// pixels a plane is too small for the per-plane kernel's setup (a 7x7
+// plane is one 16-lane vector a row, and its padded copy, row by row,
+// costs more than the taps). The sixteen input planes are gathered into a
+// zero-padded buffer with one channel per lane ((h + pads) x (w + pads)
+// vectors), every output pixel is then its taps' FMAs with a weight vector
+// per tap, and the result goes back to the sixteen output planes.
+struct Channels {
+  const float* in;  // count planes of H x W, in_stride floats apart
+  int64_t in_stride, h, w;
+  float* out;  // count planes of oh x ow, out_stride floats apart
+  int64_t out_stride, oh, ow;
+  const float* weights;  // count x kh x kw
+  int64_t kh, kw, stride_h, stride_w, pad_h, pad_w;
+  const float* bias;  // count values, or null
+  int64_t count;      // 1 to kChannelLanes
+  Plane::Act act = Plane::kNone;
+  float lo = 0.0f, hi = 0.0f;
+};
+constexpr int64_t kChannelLanes = 16;
+// The padded buffer's rows and columns: every window inside.
+inline int64_t padded_rows(const Channels& c) {
+  return std::max(c.pad_h + c.h, (c.oh - 1) * c.stride_h + c.kh);
+}
+inline int64_t padded_cols(const Channels& c) {
+  return std::max(c.pad_w + c.w, (c.ow - 1) * c.stride_w + c.kw);
+}
+constexpr int64_t kChannelMaxPixels = 256;  // input planes up to this size (16x16)
+constexpr int64_t kChannelMaxTaps = 64;      // kernels up to 8x8
+// Whether run_channels takes this geometry on this process's level (no
+// dilation; any stride and padding).
+bool channels_handle(int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t dilation_h,
+                     int64_t dilation_w);
+// Floats of scratch run_channels needs.
+int64_t channel_scratch_floats(int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+                               int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w);
+// Writes the count output planes; false (nothing written) when the level
+// is not AVX-512 (the tests force levels).
+bool run_channels(const Channels& c, float* scratch);
+
 namespace detail {
 // The same code built for each level (depthwise_impl.inc); the x86 ones only
 // on x86-64 with GCC or Clang.
 void plane_portable(const Plane& p, float* scratch);
 void plane_avx2(const Plane& p, float* scratch);
 void plane_avx512(const Plane& p, float* scratch);
+bool channels_avx512(const Channels& c, float* scratch);  // false off x86-64
 }  // namespace detail
 
 }  // namespace kite::cpu::depthwise
