@@ -81,6 +81,8 @@ void block(int64_t kc, const float* a0, const float* a1, const float* const* b, 
   const float* b2 = Direct ? b0 : b[NZ == 2 ? 2 : 0];
   const float* b3 = Direct ? b0 : b[NZ == 2 ? 3 : 1];
   const __mmask16 direct_mask[2] = {column_mask(cols), cols > 16 ? column_mask(cols - 16) : __mmask16{0}};
+  // Unrolled by 4: the loop's own instructions were a tenth of the body.
+#pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
     __m512 bv[NZ];
     if constexpr (Direct) {
