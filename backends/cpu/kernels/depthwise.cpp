@@ -79,7 +79,9 @@ void channels(const Channels& c, float* scratch) {
   // Lane l reads plane l; lanes past count read plane 0 (their results are
   // never stored).
   alignas(64) int32_t offsets[16];
-  for (int64_t l = 0; l < 16; ++l) offsets[l] = static_cast<int32_t>((l < c.count ? l : 0) * c.in_stride);
+  for (int64_t l = 0; l < 16; ++l) {
+    offsets[l] = static_cast<int32_t>((l < c.count ? l : 0) * c.in_stride);
+  }
   const __m512i idx = _mm512_load_si512(offsets);
   // (Masked forms with all-ones masks: the plain ones pass an undefined
   // operand that GCC 12 warns about, as in sgemm_avx512.cpp.)
@@ -138,7 +140,9 @@ void channels(const Channels& c, float* scratch) {
       __m512 acc = bias;
       for (int64_t ky = 0; ky < c.kh; ++ky) {
         const float* r = base + (ky * wp + ox * c.stride_w) * 16;
-        for (int64_t kx = 0; kx < c.kw; ++kx) acc = _mm512_fmadd_ps(_mm512_loadu_ps(r + kx * 16), wv[ky * c.kw + kx], acc);
+        for (int64_t kx = 0; kx < c.kw; ++kx) {
+          acc = _mm512_fmadd_ps(_mm512_loadu_ps(r + kx * 16), wv[ky * c.kw + kx], acc);
+        }
       }
       _mm512_storeu_ps(orow + ox * 16, finish(acc));
     }

@@ -1,5 +1,6 @@
-// Winograd F(4x4, 3x3): the plan, the weight transform, and the three steps
-// of a run (input transform, 36 GEMMs, output transform) per block of tiles.
+// Winograd F(4x4, 3x3) and F(2x2, 3x3): the choice, the plan, the weight
+// transform, and the three steps of a run (input transform, a GEMM per
+// point, output transform) per block of tiles.
 #include "winograd.h"
 
 #include <algorithm>
@@ -16,14 +17,17 @@
 
 namespace kite::cpu::winograd {
 
-#if KITE_WG_VECTOR
-namespace portable {
+// The F(4x4) row gather and scatter by shuffles: AVX-512 has its own (below,
+// found first from inside its namespace); the other levels copy lane by lane.
 inline bool gather_strip(const Conv&, const float*, int64_t, int64_t, float (*)[kLanes]) {
   return false;
 }
 inline bool scatter_strip(const Conv&, int64_t, int64_t, const float (*)[kLanes], float*) {
   return false;
 }
+
+#if KITE_WG_VECTOR
+namespace portable {
 #include "winograd_impl.inc"
 }  // namespace portable
 #endif
@@ -41,12 +45,6 @@ inline bool scatter_strip(const Conv&, int64_t, int64_t, const float (*)[kLanes]
 #pragma GCC target("avx2,fma")
 #endif
 namespace kite::cpu::winograd::avx2 {
-inline bool gather_strip(const Conv&, const float*, int64_t, int64_t, float (*)[kLanes]) {
-  return false;
-}
-inline bool scatter_strip(const Conv&, int64_t, int64_t, const float (*)[kLanes], float*) {
-  return false;
-}
 #include "winograd_impl.inc"
 }  // namespace kite::cpu::winograd::avx2
 #if defined(__clang__)
@@ -75,7 +73,7 @@ constexpr int64_t kMaxRuns = 4;
 // run r is lanes [lane0[r], lane1[r]) of tile row ty0 + r, whose lane l
 // starts at output column (l - lane0[r] + its first tile's column) * 4, that
 // is at 4 * l + col[r]. 0 when there are more than kMaxRuns.
-int64_t tile_runs(const Conv& cv, int64_t first, int64_t count, int64_t* ty0, int64_t* lane0,
+static int64_t tile_runs(const Conv& cv, int64_t first, int64_t count, int64_t* ty0, int64_t* lane0,
                   int64_t* lane1, int64_t* col) {
   *ty0 = first / cv.tiles_w;
   const int64_t tx0 = first % cv.tiles_w;
@@ -106,7 +104,7 @@ inline T* offset(T* p, int64_t elements) {
                               static_cast<uintptr_t>(elements * static_cast<int64_t>(sizeof(T))));
 }
 
-bool gather_strip(const Conv& cv, const float* xc, int64_t first, int64_t count,
+static bool gather_strip(const Conv& cv, const float* xc, int64_t first, int64_t count,
                   float (*d)[kLanes]) {
   const int64_t W = cv.in_w, H = cv.in_h;
   int64_t ty0 = 0, lane0[kMaxRuns], lane1[kMaxRuns], base[kMaxRuns];
@@ -144,8 +142,10 @@ bool gather_strip(const Conv& cv, const float* xc, int64_t first, int64_t count,
       // undefined operand that GCC 12 warns about, as in sgemm_avx512.cpp.)
       constexpr __mmask16 kAll = 0xFFFF;
       const __m512i p0 = _mm512_castps_si512(ph[0]), p1 = _mm512_castps_si512(ph[1]);
-      const __m512 e4 = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(kAll, _mm512_castps_si512(_mm512_set1_ps(x64)), p0, 1));
-      const __m512 e5 = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(kAll, _mm512_castps_si512(_mm512_set1_ps(x65)), p1, 1));
+      const __m512i n0 = _mm512_castps_si512(_mm512_set1_ps(x64));
+      const __m512i n1 = _mm512_castps_si512(_mm512_set1_ps(x65));
+      const __m512 e4 = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(kAll, n0, p0, 1));
+      const __m512 e5 = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(kAll, n1, p1, 1));
       const __mmask16 lanes = bits(lane0[r], lane1[r]);
       for (int k = 0; k < 4; ++k) e[k] = _mm512_mask_mov_ps(e[k], lanes, ph[k]);
       e[4] = _mm512_mask_mov_ps(e[4], lanes, e4);
@@ -161,7 +161,7 @@ bool gather_strip(const Conv& cv, const float* xc, int64_t first, int64_t count,
 // four columns' vectors are interleaved into 64 consecutive floats (two
 // rounds of two-source permutes) and stored with masks that keep each run
 // inside its lanes and the plane.
-bool scatter_strip(const Conv& cv, int64_t first, int64_t count, const float (*y)[kLanes],
+static bool scatter_strip(const Conv& cv, int64_t first, int64_t count, const float (*y)[kLanes],
                    float* ym) {
   int64_t ty0 = 0, lane0[kMaxRuns], lane1[kMaxRuns], col[kMaxRuns];
   const int64_t runs = tile_runs(cv, first, count, &ty0, lane0, lane1, col);
