@@ -17,12 +17,19 @@
 
 namespace kite::cpu::winograd {
 
-// The F(4x4) row gather and scatter by shuffles: AVX-512 has its own (below,
-// found first from inside its namespace); the other levels copy lane by lane.
+// The row gathers and scatters by shuffles (F(4x4)'s, F(2x2)'s): AVX-512
+// has its own (below, found first from inside its namespace); the other
+// levels copy lane by lane.
 inline bool gather_strip(const Conv&, const float*, int64_t, int64_t, float (*)[kLanes]) {
   return false;
 }
 inline bool scatter_strip(const Conv&, int64_t, int64_t, const float (*)[kLanes], float*) {
+  return false;
+}
+inline bool gather_strip2(const Conv&, const float*, int64_t, int64_t, float (*)[kLanes]) {
+  return false;
+}
+inline bool scatter_strip2(const Conv&, int64_t, int64_t, const float (*)[kLanes], float*) {
   return false;
 }
 
@@ -67,12 +74,12 @@ namespace kite::cpu::winograd::avx512 {
 // split by x mod 4 with two-source permutes; columns 4 and 5 are columns 0
 // and 1 of the next lane. A run of lanes in the next tile row is the same
 // with its own base, blended in by lane mask.
-constexpr int64_t kMaxRuns = 4;
+constexpr int64_t kMaxRuns = 6;
 
 // The lanes of tiles first .. first + count - 1 as runs within tile rows:
 // run r is lanes [lane0[r], lane1[r]) of tile row ty0 + r, whose lane l
-// starts at output column (l - lane0[r] + its first tile's column) * 4, that
-// is at 4 * l + col[r]. 0 when there are more than kMaxRuns.
+// starts at output column (l - lane0[r] + its first tile's column) * tile,
+// that is at tile * l + col[r]. 0 when there are more than kMaxRuns.
 static int64_t tile_runs(const Conv& cv, int64_t first, int64_t count, int64_t* ty0, int64_t* lane0,
                   int64_t* lane1, int64_t* col) {
   *ty0 = first / cv.tiles_w;
@@ -83,7 +90,7 @@ static int64_t tile_runs(const Conv& cv, int64_t first, int64_t count, int64_t* 
     const int64_t tx = r == 0 ? tx0 : 0;
     lane0[r] = l;
     lane1[r] = std::min(count, l + cv.tiles_w - tx);
-    col[r] = (tx - l) * kTile;
+    col[r] = (tx - l) * cv.tile;
     l = lane1[r];
   }
   return runs;
@@ -194,6 +201,79 @@ static bool scatter_strip(const Conv& cv, int64_t first, int64_t count, const fl
         // Elements 16q + m: lane (16q + m) / 4 in the run, column col + 16q + m.
         const int64_t e = 16 * q, at = col[r] + e;
         const __mmask16 m = bits(4 * lane0[r] - e, 4 * lane1[r] - e) & bits(-at, OW - at);
+        _mm512_mask_storeu_ps(offset(row, at), m, out[q]);
+      }
+    }
+  }
+  return true;
+}
+
+// F(2x2)'s: lane l's column j is x = base + 2l + j, a window of 34 floats
+// (two masked loads and two scalars) split into even and odd columns;
+// columns 2 and 3 are columns 0 and 1 of the next lane.
+static bool gather_strip2(const Conv& cv, const float* xc, int64_t first, int64_t count,
+                          float (*d)[kLanes]) {
+  const int64_t W = cv.in_w, H = cv.in_h;
+  int64_t ty0 = 0, lane0[kMaxRuns], lane1[kMaxRuns], base[kMaxRuns];
+  const int64_t runs = tile_runs(cv, first, count, &ty0, lane0, lane1, base);
+  if (runs == 0) return false;
+  for (int64_t r = 0; r < runs; ++r) base[r] -= cv.pad_w;  // input column of lane 0
+  alignas(64) static const int32_t kEvenOdd[2][16] = {
+      {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30},
+      {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31}};
+  const __m512i even = _mm512_load_si512(kEvenOdd[0]), odd = _mm512_load_si512(kEvenOdd[1]);
+  constexpr __mmask16 kAll = 0xFFFF;  // (masked forms: see gather_strip)
+  for (int64_t i = 0; i < 4; ++i) {
+    __m512 e[4];
+    for (int j = 0; j < 4; ++j) e[j] = _mm512_setzero_ps();
+    for (int64_t r = 0; r < runs; ++r) {
+      const int64_t y = (ty0 + r) * 2 - cv.pad_h + i;
+      if (y < 0 || y >= H) continue;  // a padding row: zeros
+      const float* row = xc + y * W;
+      const int64_t b = base[r];
+      const __m512 a0 = _mm512_maskz_loadu_ps(bits(-b, W - b), offset(row, b));
+      const __m512 a1 = _mm512_maskz_loadu_ps(bits(-(b + 16), W - (b + 16)), offset(row, b + 16));
+      const float x32 = b + 32 >= 0 && b + 32 < W ? row[b + 32] : 0.0f;
+      const float x33 = b + 33 >= 0 && b + 33 < W ? row[b + 33] : 0.0f;
+      const __m512 ev = _mm512_permutex2var_ps(a0, even, a1), od = _mm512_permutex2var_ps(a0, odd, a1);
+      const __m512i n0 = _mm512_castps_si512(_mm512_set1_ps(x32));
+      const __m512i n1 = _mm512_castps_si512(_mm512_set1_ps(x33));
+      const __m512 e2 = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(kAll, n0, _mm512_castps_si512(ev), 1));
+      const __m512 e3 = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(kAll, n1, _mm512_castps_si512(od), 1));
+      const __mmask16 lanes = bits(lane0[r], lane1[r]);
+      e[0] = _mm512_mask_mov_ps(e[0], lanes, ev);
+      e[1] = _mm512_mask_mov_ps(e[1], lanes, od);
+      e[2] = _mm512_mask_mov_ps(e[2], lanes, e2);
+      e[3] = _mm512_mask_mov_ps(e[3], lanes, e3);
+    }
+    for (int j = 0; j < 4; ++j) _mm512_store_ps(d[i * 4 + j], e[j]);
+  }
+  return true;
+}
+
+// F(2x2)'s output: per output row, the two columns' vectors interleaved
+// into 32 consecutive floats.
+static bool scatter_strip2(const Conv& cv, int64_t first, int64_t count, const float (*y)[kLanes],
+                           float* ym) {
+  int64_t ty0 = 0, lane0[kMaxRuns], lane1[kMaxRuns], col[kMaxRuns];
+  const int64_t runs = tile_runs(cv, first, count, &ty0, lane0, lane1, col);
+  if (runs == 0) return false;
+  alignas(64) static const int32_t kPair[2][16] = {
+      {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23},
+      {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31}};
+  const __m512i pair0 = _mm512_load_si512(kPair[0]), pair1 = _mm512_load_si512(kPair[1]);
+  const int64_t OH = cv.out_h, OW = cv.out_w;
+  for (int64_t i = 0; i < 2; ++i) {
+    const __m512 c0 = _mm512_load_ps(y[i * 2]), c1 = _mm512_load_ps(y[i * 2 + 1]);
+    const __m512 out[2] = {_mm512_permutex2var_ps(c0, pair0, c1), _mm512_permutex2var_ps(c0, pair1, c1)};
+    for (int64_t r = 0; r < runs; ++r) {
+      const int64_t oy = (ty0 + r) * 2 + i;
+      if (oy >= OH) continue;
+      float* row = ym + oy * OW;
+      for (int q = 0; q < 2; ++q) {
+        // Elements 16q + m: lane (16q + m) / 2 in the run, column col + 16q + m.
+        const int64_t e = 16 * q, at = col[r] + e;
+        const __mmask16 m = bits(2 * lane0[r] - e, 2 * lane1[r] - e) & bits(-at, OW - at);
         _mm512_mask_storeu_ps(offset(row, at), m, out[q]);
       }
     }
