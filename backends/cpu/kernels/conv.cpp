@@ -501,33 +501,34 @@ class ConvKernel : public Kernel {
         1, std::min<int64_t>({static_cast<int64_t>(pool.size()), std::max(1, threads), tasks}));
     const int64_t in_plane = g_.in_numel();
     float* scratch = workspace()->data();
+    // The node's geometry once; each task sets its planes.
+    depthwise::Channels geometry{};
+    geometry.in_stride = in_plane;
+    geometry.h = g_.in[1];
+    geometry.w = g_.in[2];
+    geometry.out_stride = pixels_;
+    geometry.oh = g_.out[1];
+    geometry.ow = g_.out[2];
+    geometry.kh = g_.kernel[1];
+    geometry.kw = g_.kernel[2];
+    geometry.stride_h = g_.stride[1];
+    geometry.stride_w = g_.stride[2];
+    geometry.pad_h = g_.pad[1];
+    geometry.pad_w = g_.pad[2];
+    geometry.act = plane_act();
+    geometry.lo = epilogue_.lo;
+    geometry.hi = epilogue_.hi;
     pool.parallel_for(slices, 1, [&](int64_t begin, int64_t end) {
       for (int64_t s = begin; s < end; ++s) {
         float* mine = scratch + s * plane_scratch_;
         for (int64_t t = s * tasks / slices; t < (s + 1) * tasks / slices; ++t) {
           const int64_t n = t / blocks_per_item, c0 = t % blocks_per_item * lanes;
-          depthwise::Channels c;
+          depthwise::Channels c = geometry;
           c.in = x_ + (n * channels_ + c0) * in_plane;
-          c.in_stride = in_plane;
-          c.h = g_.in[1];
-          c.w = g_.in[2];
           c.out = y_ + (n * out_channels_ + c0) * pixels_;
-          c.out_stride = pixels_;
-          c.oh = g_.out[1];
-          c.ow = g_.out[2];
           c.weights = w_ + c0 * g_.kernel_numel();
-          c.kh = g_.kernel[1];
-          c.kw = g_.kernel[2];
-          c.stride_h = g_.stride[1];
-          c.stride_w = g_.stride[2];
-          c.pad_h = g_.pad[1];
-          c.pad_w = g_.pad[2];
           c.bias = bias_ ? bias_ + c0 : nullptr;
           c.count = std::min(lanes, out_channels_ - c0);
-          const depthwise::Plane first = depthwise_plane(n, c0);
-          c.act = first.act;
-          c.lo = first.lo;
-          c.hi = first.hi;
           if (depthwise::run_channels(c, mine)) continue;
           // The level changed since prepare (tests force levels): plane by plane.
           for (int64_t m = c0; m < c0 + c.count; ++m) depthwise::run_plane(depthwise_plane(n, m), mine);
@@ -548,11 +549,13 @@ class ConvKernel : public Kernel {
             y_ + (n * out_channels_ + m) * pixels_, g_.out[1], g_.out[2],
             w_ + m * g_.kernel_numel(), g_.kernel[1], g_.kernel[2],
             g_.stride[1], g_.stride[2], g_.pad[1], g_.pad[2],
-            g_.dilation[1], bias_ ? bias_[m] : 0.0f,
-            epilogue_.kind == sgemm::Epilogue::kRelu   ? depthwise::Plane::kRelu
-            : epilogue_.kind == sgemm::Epilogue::kClip ? depthwise::Plane::kClip
-                                                       : depthwise::Plane::kNone,
-            epilogue_.lo, epilogue_.hi};
+            g_.dilation[1], bias_ ? bias_[m] : 0.0f, plane_act(), epilogue_.lo, epilogue_.hi};
+  }
+  // The fused activation as the depthwise kernels take it.
+  depthwise::Plane::Act plane_act() const {
+    return epilogue_.kind == sgemm::Epilogue::kRelu   ? depthwise::Plane::kRelu
+           : epilogue_.kind == sgemm::Epilogue::kClip ? depthwise::Plane::kClip
+                                                      : depthwise::Plane::kNone;
   }
 
   Geometry3 g_;

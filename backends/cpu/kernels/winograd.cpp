@@ -111,13 +111,21 @@ inline T* offset(T* p, int64_t elements) {
                               static_cast<uintptr_t>(elements * static_cast<int64_t>(sizeof(T))));
 }
 
+// tile_runs with base[r] the input column of lane 0 (the output column
+// less the left padding), for the gathers.
+static int64_t input_runs(const Conv& cv, int64_t first, int64_t count, int64_t* ty0,
+                          int64_t* lane0, int64_t* lane1, int64_t* base) {
+  const int64_t runs = tile_runs(cv, first, count, ty0, lane0, lane1, base);
+  for (int64_t r = 0; r < runs; ++r) base[r] -= cv.pad_w;
+  return runs;
+}
+
 static bool gather_strip(const Conv& cv, const float* xc, int64_t first, int64_t count,
-                  float (*d)[kLanes]) {
+                         float (*d)[kLanes]) {
   const int64_t W = cv.in_w, H = cv.in_h;
   int64_t ty0 = 0, lane0[kMaxRuns], lane1[kMaxRuns], base[kMaxRuns];
-  const int64_t runs = tile_runs(cv, first, count, &ty0, lane0, lane1, base);
+  const int64_t runs = input_runs(cv, first, count, &ty0, lane0, lane1, base);
   if (runs == 0) return false;
-  for (int64_t r = 0; r < runs; ++r) base[r] -= cv.pad_w;  // input column of lane 0
   alignas(64) static const int32_t kIdx[4][16] = {
       {0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28},
       {1, 5, 9, 13, 17, 21, 25, 29, 1, 5, 9, 13, 17, 21, 25, 29},
@@ -163,51 +171,6 @@ static bool gather_strip(const Conv& cv, const float* xc, int64_t first, int64_t
   return true;
 }
 
-// The inverse for the output: y[i * 4 + j][lane] to row i, column j of the
-// lane's output tile, in at most kMaxRuns tile rows. Per output row, the
-// four columns' vectors are interleaved into 64 consecutive floats (two
-// rounds of two-source permutes) and stored with masks that keep each run
-// inside its lanes and the plane.
-static bool scatter_strip(const Conv& cv, int64_t first, int64_t count, const float (*y)[kLanes],
-                   float* ym) {
-  int64_t ty0 = 0, lane0[kMaxRuns], lane1[kMaxRuns], col[kMaxRuns];
-  const int64_t runs = tile_runs(cv, first, count, &ty0, lane0, lane1, col);
-  if (runs == 0) return false;
-  // Round 1: pair[h][2l + b] = y[b][8h + l] (columns 0, 1; 2, 3 likewise).
-  // Round 2: out[q][m] = column m % 4 of lane 4q + m / 4.
-  alignas(64) static const int32_t kPair[2][16] = {
-      {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23},
-      {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31}};
-  alignas(64) static const int32_t kQuad[2][16] = {
-      {0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23},
-      {8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31}};
-  const __m512i pair0 = _mm512_load_si512(kPair[0]), pair1 = _mm512_load_si512(kPair[1]);
-  const __m512i quad0 = _mm512_load_si512(kQuad[0]), quad1 = _mm512_load_si512(kQuad[1]);
-  const int64_t OH = cv.out_h, OW = cv.out_w;
-  for (int64_t i = 0; i < kTile; ++i) {
-    const __m512 c0 = _mm512_load_ps(y[i * kTile]), c1 = _mm512_load_ps(y[i * kTile + 1]);
-    const __m512 c2 = _mm512_load_ps(y[i * kTile + 2]), c3 = _mm512_load_ps(y[i * kTile + 3]);
-    const __m512 p01[2] = {_mm512_permutex2var_ps(c0, pair0, c1), _mm512_permutex2var_ps(c0, pair1, c1)};
-    const __m512 p23[2] = {_mm512_permutex2var_ps(c2, pair0, c3), _mm512_permutex2var_ps(c2, pair1, c3)};
-    __m512 out[4];
-    for (int q = 0; q < 4; ++q) {
-      out[q] = _mm512_permutex2var_ps(p01[q / 2], q % 2 ? quad1 : quad0, p23[q / 2]);
-    }
-    for (int64_t r = 0; r < runs; ++r) {
-      const int64_t oy = (ty0 + r) * kTile + i;
-      if (oy >= OH) continue;
-      float* row = ym + oy * OW;
-      for (int q = 0; q < 4; ++q) {
-        // Elements 16q + m: lane (16q + m) / 4 in the run, column col + 16q + m.
-        const int64_t e = 16 * q, at = col[r] + e;
-        const __mmask16 m = bits(4 * lane0[r] - e, 4 * lane1[r] - e) & bits(-at, OW - at);
-        _mm512_mask_storeu_ps(offset(row, at), m, out[q]);
-      }
-    }
-  }
-  return true;
-}
-
 // F(2x2)'s: lane l's column j is x = base + 2l + j, a window of 34 floats
 // (two masked loads and two scalars) split into even and odd columns;
 // columns 2 and 3 are columns 0 and 1 of the next lane.
@@ -215,9 +178,8 @@ static bool gather_strip2(const Conv& cv, const float* xc, int64_t first, int64_
                           float (*d)[kLanes]) {
   const int64_t W = cv.in_w, H = cv.in_h;
   int64_t ty0 = 0, lane0[kMaxRuns], lane1[kMaxRuns], base[kMaxRuns];
-  const int64_t runs = tile_runs(cv, first, count, &ty0, lane0, lane1, base);
+  const int64_t runs = input_runs(cv, first, count, &ty0, lane0, lane1, base);
   if (runs == 0) return false;
-  for (int64_t r = 0; r < runs; ++r) base[r] -= cv.pad_w;  // input column of lane 0
   alignas(64) static const int32_t kEvenOdd[2][16] = {
       {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30},
       {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31}};
@@ -251,34 +213,63 @@ static bool gather_strip2(const Conv& cv, const float* xc, int64_t first, int64_
   return true;
 }
 
-// F(2x2)'s output: per output row, the two columns' vectors interleaved
-// into 32 consecutive floats.
-static bool scatter_strip2(const Conv& cv, int64_t first, int64_t count, const float (*y)[kLanes],
-                           float* ym) {
+// The inverse for the output: y[i * Tile + j][lane] to row i, column j of
+// the lane's output tile, in at most kMaxRuns tile rows. Per output row, the
+// Tile columns' vectors are interleaved into 16 * Tile consecutive floats
+// (two-source permutes: pairs of columns, then for F(4x4) pairs of pairs)
+// and stored with masks that keep each run inside its lanes and the plane.
+template <int Tile>
+bool scatter_rows(const Conv& cv, int64_t first, int64_t count, const float (*y)[kLanes],
+                  float* ym) {
   int64_t ty0 = 0, lane0[kMaxRuns], lane1[kMaxRuns], col[kMaxRuns];
   const int64_t runs = tile_runs(cv, first, count, &ty0, lane0, lane1, col);
   if (runs == 0) return false;
+  // pair[h][2l + b] = y[b][8h + l]; quad[q][m] = column m % 4 of lane 4q + m / 4.
   alignas(64) static const int32_t kPair[2][16] = {
       {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23},
       {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31}};
+  alignas(64) static const int32_t kQuad[2][16] = {
+      {0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23},
+      {8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31}};
   const __m512i pair0 = _mm512_load_si512(kPair[0]), pair1 = _mm512_load_si512(kPair[1]);
+  const __m512i quad0 = _mm512_load_si512(kQuad[0]), quad1 = _mm512_load_si512(kQuad[1]);
   const int64_t OH = cv.out_h, OW = cv.out_w;
-  for (int64_t i = 0; i < 2; ++i) {
-    const __m512 c0 = _mm512_load_ps(y[i * 2]), c1 = _mm512_load_ps(y[i * 2 + 1]);
-    const __m512 out[2] = {_mm512_permutex2var_ps(c0, pair0, c1), _mm512_permutex2var_ps(c0, pair1, c1)};
+  for (int64_t i = 0; i < Tile; ++i) {
+    __m512 out[Tile];
+    const __m512 c0 = _mm512_load_ps(y[i * Tile]), c1 = _mm512_load_ps(y[i * Tile + 1]);
+    const __m512 p01[2] = {_mm512_permutex2var_ps(c0, pair0, c1), _mm512_permutex2var_ps(c0, pair1, c1)};
+    if constexpr (Tile == 2) {
+      out[0] = p01[0];
+      out[1] = p01[1];
+    } else {
+      const __m512 c2 = _mm512_load_ps(y[i * Tile + 2]), c3 = _mm512_load_ps(y[i * Tile + 3]);
+      const __m512 p23[2] = {_mm512_permutex2var_ps(c2, pair0, c3), _mm512_permutex2var_ps(c2, pair1, c3)};
+      for (int q = 0; q < 4; ++q) {
+        out[q] = _mm512_permutex2var_ps(p01[q / 2], q % 2 ? quad1 : quad0, p23[q / 2]);
+      }
+    }
     for (int64_t r = 0; r < runs; ++r) {
-      const int64_t oy = (ty0 + r) * 2 + i;
+      const int64_t oy = (ty0 + r) * Tile + i;
       if (oy >= OH) continue;
       float* row = ym + oy * OW;
-      for (int q = 0; q < 2; ++q) {
-        // Elements 16q + m: lane (16q + m) / 2 in the run, column col + 16q + m.
+      for (int q = 0; q < Tile; ++q) {
+        // Elements 16q + m: lane (16q + m) / Tile in the run, column col + 16q + m.
         const int64_t e = 16 * q, at = col[r] + e;
-        const __mmask16 m = bits(2 * lane0[r] - e, 2 * lane1[r] - e) & bits(-at, OW - at);
+        const __mmask16 m = bits(Tile * lane0[r] - e, Tile * lane1[r] - e) & bits(-at, OW - at);
         _mm512_mask_storeu_ps(offset(row, at), m, out[q]);
       }
     }
   }
   return true;
+}
+
+static bool scatter_strip(const Conv& cv, int64_t first, int64_t count, const float (*y)[kLanes],
+                          float* ym) {
+  return scatter_rows<4>(cv, first, count, y, ym);
+}
+static bool scatter_strip2(const Conv& cv, int64_t first, int64_t count, const float (*y)[kLanes],
+                           float* ym) {
+  return scatter_rows<2>(cv, first, count, y, ym);
 }
 
 #include "winograd_impl.inc"
