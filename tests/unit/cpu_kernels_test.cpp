@@ -1379,12 +1379,19 @@ INSTANTIATE_TEST_SUITE_P(
         // A stem: the im2col matrix far past L2, small weights, more output
         // channels than the few-rows rule takes: column blocks too.
         ConvCase{1, 3, 40, 1, {120, 117}, {7, 7}, {2, 2}, {1, 1}, {3, 3, 3, 3}, "", true},
-        // Depthwise on planes up to 16x16, sixteen channels a task on AVX-512
-        // (depthwise::Channels): channel tails, rows of 8 outputs and their
-        // tails, stride 2 and mixed strides, a 5x5 kernel, uneven pads.
+        // Depthwise sixteen channels a task on AVX-512 (depthwise::Channels,
+        // planes whose padded buffer fits kChannelMaxScratch): channel
+        // tails, rows of 8 outputs and row tails of 1 to 7, stride 2 and
+        // mixed strides, 5x5 and 7x7 kernels, uneven pads, planes whose
+        // pixel count is not a multiple of 16 (the transposes' tails).
         ConvCase{2, 40, 40, 40, {13, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "", true},
         ConvCase{1, 20, 20, 20, {15, 16}, {5, 5}, {2, 2}, {1, 1}, {2, 1, 2, 2}, "", false},
-        ConvCase{1, 17, 17, 17, {16, 16}, {3, 3}, {2, 1}, {1, 1}, {0, 1, 1, 1}, "", true}
+        ConvCase{1, 17, 17, 17, {16, 16}, {3, 3}, {2, 1}, {1, 1}, {0, 1, 1, 1}, "", true},
+        ConvCase{1, 18, 18, 18, {7, 7}, {7, 7}, {1, 1}, {1, 1}, {3, 3, 3, 3}, "", true},
+        ConvCase{1, 33, 33, 33, {29, 30}, {7, 7}, {1, 1}, {1, 1}, {3, 3, 3, 3}, "", false},
+        ConvCase{1, 24, 24, 24, {57, 55}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 1, 1}, "", true},
+        // Past the buffer's limit: the per-plane kernel.
+        ConvCase{1, 5, 5, 5, {130, 121}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "", true}
         ));
 
 // ---------------------------------------------------------------------------

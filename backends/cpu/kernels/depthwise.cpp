@@ -69,28 +69,116 @@ namespace avx512 {
 #include "depthwise_impl.inc"
 #undef KITE_DW_LANES
 
+// Sixteen rows of sixteen floats transposed in registers: r[i][j] becomes
+// r[j][i]. Unpacks pair the rows' elements within 128-bit lanes, then
+// 128-bit lanes move by shuffle_f32x4: 64 shuffles for 256 floats, where a
+// gather of sixteen planes took one slow instruction per 16 floats and
+// reading a pixel of sixteen channels back took one load per float.
+inline void transpose16(__m512 r[16]) {
+  // (Masked forms with all-ones masks: the plain ones pass an undefined
+  // operand that GCC 12 warns about, as in sgemm_avx512.cpp.)
+  constexpr __mmask16 k16 = 0xFFFF;
+  constexpr __mmask8 k8 = 0xFF;
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_maskz_unpacklo_ps(k16, r[i], r[i + 1]);      // per 128-bit lane: a0 b0 a1 b1
+    t[i + 1] = _mm512_maskz_unpackhi_ps(k16, r[i], r[i + 1]);  // a2 b2 a3 b3
+  }
+  for (int i = 0; i < 16; i += 4) {
+    const __m512d t0 = _mm512_castps_pd(t[i]), t1 = _mm512_castps_pd(t[i + 1]);
+    const __m512d t2 = _mm512_castps_pd(t[i + 2]), t3 = _mm512_castps_pd(t[i + 3]);
+    // r[i + e], lane L: element 4L + e of rows i .. i + 3.
+    r[i] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(k8, t0, t2));
+    r[i + 1] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(k8, t0, t2));
+    r[i + 2] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(k8, t1, t3));
+    r[i + 3] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(k8, t1, t3));
+  }
+  for (int e = 0; e < 4; ++e) {
+    // Lanes 0 and 2 (even) or 1 and 3 (odd) of rows 0-3 then 4-7, and of 8-15.
+    const __m512 lo_even = _mm512_maskz_shuffle_f32x4(k16, r[e], r[4 + e], 0x88);
+    const __m512 lo_odd = _mm512_maskz_shuffle_f32x4(k16, r[e], r[4 + e], 0xDD);
+    const __m512 hi_even = _mm512_maskz_shuffle_f32x4(k16, r[8 + e], r[12 + e], 0x88);
+    const __m512 hi_odd = _mm512_maskz_shuffle_f32x4(k16, r[8 + e], r[12 + e], 0xDD);
+    t[e] = _mm512_maskz_shuffle_f32x4(k16, lo_even, hi_even, 0x88);       // element e
+    t[8 + e] = _mm512_maskz_shuffle_f32x4(k16, lo_even, hi_even, 0xDD);   // element 8 + e
+    t[4 + e] = _mm512_maskz_shuffle_f32x4(k16, lo_odd, hi_odd, 0x88);     // element 4 + e
+    t[12 + e] = _mm512_maskz_shuffle_f32x4(k16, lo_odd, hi_odd, 0xDD);    // element 12 + e
+  }
+  for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+inline __mmask16 first_lanes(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// The formulas of Plane::Act: Relu x > 0 ? x : 0, Clip (x < lo ? lo : x)
+// then (hi < v ? hi : v); max_ps / min_ps return their second operand
+// unless the first is strictly greater / smaller. (Masked forms with
+// all-ones masks: the plain ones pass an undefined operand that GCC 12 warns
+// about, as in sgemm_avx512.cpp.)
+inline __m512 finish(const Channels& c, __m512 v) {
+  constexpr __mmask16 kAll = 0xFFFF;
+  if (c.act == Plane::kRelu) return _mm512_maskz_max_ps(kAll, v, _mm512_setzero_ps());
+  if (c.act == Plane::kClip) {
+    v = _mm512_maskz_max_ps(kAll, _mm512_set1_ps(c.lo), v);
+    return _mm512_maskz_min_ps(kAll, _mm512_set1_ps(c.hi), v);
+  }
+  return v;
+}
+
+// Q output pixels of a row from base (the window of the first), Q
+// independent accumulator chains; sx: floats between neighbouring windows.
+template <int Q>
+void pixels(const Channels& c, const float* base, int64_t row, int64_t sx, const __m512* wv,
+            __m512 bias, float* o) {
+  __m512 acc[Q];
+  for (int q = 0; q < Q; ++q) acc[q] = bias;
+  for (int64_t ky = 0; ky < c.kh; ++ky) {
+    const float* r = base + ky * row;
+    for (int64_t kx = 0; kx < c.kw; ++kx) {
+      const __m512 w = wv[ky * c.kw + kx];
+      const float* at = r + kx * 16;
+      for (int q = 0; q < Q; ++q) acc[q] = _mm512_fmadd_ps(_mm512_loadu_ps(at + q * sx), w, acc[q]);
+    }
+  }
+  for (int q = 0; q < Q; ++q) _mm512_storeu_ps(o + q * 16, finish(c, acc[q]));
+}
+
 // Padded input rows of wp vectors (one channel per lane), then the output.
 void channels(const Channels& c, float* scratch) {
   const int64_t hp = padded_rows(c), wp = padded_cols(c);
   float* t = scratch;                 // hp x wp x 16
   float* o = scratch + hp * wp * 16;  // oh x ow x 16
   const __m512 zero = _mm512_setzero_ps();
-  for (int64_t i = 0; i < hp * wp; ++i) _mm512_storeu_ps(t + i * 16, zero);
-  // Lane l reads plane l; lanes past count read plane 0 (their results are
-  // never stored).
-  alignas(64) int32_t offsets[16];
-  for (int64_t l = 0; l < 16; ++l) {
-    offsets[l] = static_cast<int32_t>((l < c.count ? l : 0) * c.in_stride);
+  // The padding: whole rows above and below the plane, columns left and
+  // right of it (the plane's pixels are all written below).
+  auto zero_span = [&](int64_t y, int64_t x0, int64_t x1) {
+    for (int64_t x = x0; x < x1; ++x) _mm512_storeu_ps(t + (y * wp + x) * 16, zero);
+  };
+  for (int64_t y = 0; y < hp; ++y) {
+    if (y < c.pad_h || y >= c.pad_h + c.h) {
+      zero_span(y, 0, wp);
+    } else {
+      zero_span(y, 0, c.pad_w);
+      zero_span(y, c.pad_w + c.w, wp);
+    }
   }
-  const __m512i idx = _mm512_load_si512(offsets);
-  // (Masked forms with all-ones masks: the plain ones pass an undefined
-  // operand that GCC 12 warns about, as in sgemm_avx512.cpp.)
-  constexpr __mmask16 kAll = 0xFFFF;
-  for (int64_t y = 0; y < c.h; ++y) {
-    float* row = t + ((y + c.pad_h) * wp + c.pad_w) * 16;
-    const float* src = c.in + y * c.w;
-    for (int64_t x = 0; x < c.w; ++x) {
-      _mm512_storeu_ps(row + x * 16, _mm512_mask_i32gather_ps(zero, kAll, idx, src + x, 4));
+  // Sixteen pixels of the sixteen planes at a time (a plane is contiguous,
+  // so rows need not be whole), transposed to sixteen pixel vectors, each
+  // stored at its padded place. Lanes past count stay zero.
+  const int64_t in_pixels = c.h * c.w;
+  int64_t y = 0, x = 0;
+  for (int64_t i = 0; i < in_pixels; i += 16) {
+    const int64_t n = std::min<int64_t>(16, in_pixels - i);
+    const __mmask16 m = first_lanes(n);
+    __m512 r[16];
+    for (int64_t l = 0; l < 16; ++l) {
+      r[l] = l < c.count ? _mm512_maskz_loadu_ps(m, c.in + l * c.in_stride + i) : zero;
+    }
+    transpose16(r);
+    for (int64_t j = 0; j < n; ++j) {
+      _mm512_storeu_ps(t + ((y + c.pad_h) * wp + x + c.pad_w) * 16, r[j]);
+      if (++x == c.w) x = 0, ++y;
     }
   }
   const int64_t taps = c.kh * c.kw;
@@ -105,53 +193,38 @@ void channels(const Channels& c, float* scratch) {
     for (int64_t l = 0; l < c.count; ++l) bias_lanes[l] = c.bias[l];
   }
   const __m512 bias = _mm512_load_ps(bias_lanes);
-  const __m512 lo = _mm512_set1_ps(c.lo), hi = _mm512_set1_ps(c.hi);
-  auto finish = [&](__m512 v) {
-    // The formulas of Plane::Act: Relu x > 0 ? x : 0, Clip (x < lo ? lo : x)
-    // then (hi < v ? hi : v); max_ps / min_ps return their second operand
-    // unless the first is strictly greater / smaller.
-    if (c.act == Plane::kRelu) return _mm512_maskz_max_ps(kAll, v, zero);
-    if (c.act == Plane::kClip) {
-      v = _mm512_maskz_max_ps(kAll, lo, v);
-      return _mm512_maskz_min_ps(kAll, hi, v);
-    }
-    return v;
-  };
-  const int64_t sx = c.stride_w * 16;
+  const int64_t sx = c.stride_w * 16, row = wp * 16;
   for (int64_t oy = 0; oy < c.oh; ++oy) {
     float* orow = o + oy * c.ow * 16;
-    const float* base = t + oy * c.stride_h * wp * 16;
+    const float* base = t + oy * c.stride_h * row;
     int64_t ox = 0;
-    // Eight output pixels at a time: eight accumulator chains.
-    for (; ox + 8 <= c.ow; ox += 8) {
-      __m512 acc[8];
-      for (int q = 0; q < 8; ++q) acc[q] = bias;
-      for (int64_t ky = 0; ky < c.kh; ++ky) {
-        const float* r = base + (ky * wp + ox * c.stride_w) * 16;
-        for (int64_t kx = 0; kx < c.kw; ++kx) {
-          const __m512 w = wv[ky * c.kw + kx];
-          const float* at = r + kx * 16;
-          for (int q = 0; q < 8; ++q) acc[q] = _mm512_fmadd_ps(_mm512_loadu_ps(at + q * sx), w, acc[q]);
-        }
-      }
-      for (int q = 0; q < 8; ++q) _mm512_storeu_ps(orow + (ox + q) * 16, finish(acc[q]));
-    }
-    for (; ox < c.ow; ++ox) {
-      __m512 acc = bias;
-      for (int64_t ky = 0; ky < c.kh; ++ky) {
-        const float* r = base + (ky * wp + ox * c.stride_w) * 16;
-        for (int64_t kx = 0; kx < c.kw; ++kx) {
-          acc = _mm512_fmadd_ps(_mm512_loadu_ps(r + kx * 16), wv[ky * c.kw + kx], acc);
-        }
-      }
-      _mm512_storeu_ps(orow + ox * 16, finish(acc));
+    // Eight output pixels at a time, eight accumulator chains; the row's
+    // tail as one block of fewer (a 7-pixel row is one block of 7, not
+    // seven chains that wait on their own FMAs).
+    for (; ox + 8 <= c.ow; ox += 8) pixels<8>(c, base + ox * sx, row, sx, wv, bias, orow + ox * 16);
+    const float* b = base + ox * sx;
+    float* d = orow + ox * 16;
+    switch (c.ow - ox) {
+      case 7: pixels<7>(c, b, row, sx, wv, bias, d); break;
+      case 6: pixels<6>(c, b, row, sx, wv, bias, d); break;
+      case 5: pixels<5>(c, b, row, sx, wv, bias, d); break;
+      case 4: pixels<4>(c, b, row, sx, wv, bias, d); break;
+      case 3: pixels<3>(c, b, row, sx, wv, bias, d); break;
+      case 2: pixels<2>(c, b, row, sx, wv, bias, d); break;
+      case 1: pixels<1>(c, b, row, sx, wv, bias, d); break;
+      default: break;
     }
   }
-  const int64_t pixels = c.oh * c.ow;
-  for (int64_t l = 0; l < c.count; ++l) {
-    float* dst = c.out + l * c.out_stride;
-    const float* src = o + l;
-    for (int64_t i = 0; i < pixels; ++i) dst[i] = src[i * 16];
+  // Back to the planes: sixteen pixel vectors transposed to sixteen
+  // channel rows of sixteen pixels.
+  const int64_t out_pixels = c.oh * c.ow;
+  for (int64_t i = 0; i < out_pixels; i += 16) {
+    const int64_t n = std::min<int64_t>(16, out_pixels - i);
+    __m512 r[16];
+    for (int64_t j = 0; j < 16; ++j) r[j] = j < n ? _mm512_loadu_ps(o + (i + j) * 16) : zero;
+    transpose16(r);
+    const __mmask16 m = first_lanes(n);
+    for (int64_t l = 0; l < c.count; ++l) _mm512_mask_storeu_ps(c.out + l * c.out_stride + i, m, r[l]);
   }
 }
 }  // namespace avx512
@@ -182,18 +255,21 @@ void run_plane(const Plane& p, float* scratch) {
   }
 }
 
-bool channels_handle(int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t dilation_h,
-                     int64_t dilation_w) {
-  return sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512 && dilation_h == 1 &&
-         dilation_w == 1 && h * w <= kChannelMaxPixels && kh * kw <= kChannelMaxTaps;
-}
-
 int64_t channel_scratch_floats(int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
                                int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w) {
   Channels c{};
   c.h = h, c.w = w, c.oh = oh, c.ow = ow, c.kh = kh, c.kw = kw;
   c.stride_h = stride_h, c.stride_w = stride_w, c.pad_h = pad_h, c.pad_w = pad_w;
   return (padded_rows(c) * padded_cols(c) + oh * ow) * kChannelLanes;
+}
+
+bool channels_handle(int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+                     int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                     int64_t dilation_h, int64_t dilation_w) {
+  return sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512 && dilation_h == 1 &&
+         dilation_w == 1 && kh * kw <= kChannelMaxTaps &&
+         channel_scratch_floats(h, w, oh, ow, kh, kw, stride_h, stride_w, pad_h, pad_w) <=
+             kChannelMaxScratch;
 }
 
 bool run_channels(const Channels& c, float* scratch) {
