@@ -892,6 +892,42 @@ TEST(ThreadPool, UsesWorkersAndSingleThreadRunsInline) {
 // order; they differ by FMA rounding (one rounding instead of two per step),
 // at most ~k * 2^-24 * sum|a*b| relative; inputs in [-1, 1] give sum|a*b|
 // <= k, so 1e-5 * k absolute is ample and still catches a wrong element.
+// pack_a at every level against its definition, bit for bit: panel ip,
+// column p, row r holds a[(6 ip + r) * row_stride + p * col_stride] * alpha,
+// 0 past m. Rows wider than k (row_stride > k), k with and without a tail
+// past a multiple of 16 (the AVX-512 permutes take 16 columns a step), a
+// last panel of fewer rows, alpha 1 and not, and a transposed A (col_stride
+// > 1, the portable loop at every level).
+TEST(Sgemm, PackAMatchesItsDefinitionAtEveryLevel) {
+  using kite::cpu::sgemm::MicroKernel;
+  namespace sg = kite::cpu::sgemm;
+  for (MicroKernel kernel : {MicroKernel::kPortable, MicroKernel::kAvx2Fma, MicroKernel::kAvx512}) {
+    const ForcedGemmKernel forced(kernel);
+    if (!forced.ok()) continue;
+    for (int64_t m : {1, 6, 13, 24}) {
+      for (int64_t k : {1, 15, 16, 37, 96}) {
+        for (float alpha : {1.0f, -0.75f}) {
+          for (bool transposed : {false, true}) {
+            const int64_t rs = transposed ? 1 : k + 3, cs = transposed ? m : 1;
+            const std::vector<float> a = Random((transposed ? k * m : m * (k + 3)), 71);
+            std::vector<float> packed(static_cast<size_t>(sg::packed_a_floats(m, k)), 99.0f);
+            sg::pack_a(a.data(), rs, cs, m, k, alpha, packed.data(), nullptr);
+            for (int64_t i = 0; i < m + (6 - m % 6) % 6; ++i) {
+              for (int64_t p = 0; p < k; ++p) {
+                const float want = i < m ? a[i * rs + p * cs] * alpha : 0.0f;
+                const float got = packed[(i / 6) * k * 6 + p * 6 + i % 6];
+                ASSERT_EQ(std::memcmp(&want, &got, sizeof got), 0)
+                    << "m=" << m << " k=" << k << " alpha=" << alpha << " transposed=" << transposed
+                    << " row " << i << " column " << p << ": " << got << " for " << want;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Sgemm, ArchMicroKernelSelectedAndMatchesPortable) {
   using namespace kite::cpu::sgemm;
 #if defined(__aarch64__)

@@ -91,6 +91,12 @@ bool cpu_supports_avx512f();
 void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const float* a1,
                          const float* const* b, int64_t ldb, float* c, int64_t ldc, int64_t rows,
                          int64_t cols, const float* row_bias, bool add, const Epilogue* epilogue);
+// One full A panel (kMR rows of a, lda floats apart, k columns contiguous)
+// times alpha into dst (k x kMR), sixteen columns at a time by permutes:
+// the bits of the portable loop's a[i][p] * alpha. Columns past the last
+// multiple of 16 go the portable way (the caller's).  Returns the columns
+// done (0 off AVX-512 builds).
+int64_t pack_a_panel_avx512(const float* a, int64_t lda, int64_t k, float alpha, float* dst);
 // AArch64 Advanced SIMD (sgemm_neon.cpp); stubs elsewhere.
 bool cpu_has_neon();
 // Armv8.2-A extensions, detected at run time (AT_HWCAP on Linux): fp16
