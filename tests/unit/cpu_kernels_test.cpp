@@ -492,6 +492,13 @@ TEST(Sgemm, EveryMicroKernelMatchesTheReferenceOverTails) {
               if (direct) {
                 EXPECT_EQ(std::memcmp(c_direct.data(), c.data(), c.size() * sizeof(float)), 0)
                     << "B in place: m " << m << " n " << n << " k " << k << " mode " << mode;
+                // Rows exactly n wide (for n = 1, x contiguous: the GEMV's
+                // plain loads rather than its gather).
+                std::vector<float> c_tight = c0;
+                ASSERT_TRUE(sg::gemm_direct_b(m, n, k, pa.data(), b.data(), n, c_tight.data(), ldc,
+                                              mode == 1 ? bias.data() : nullptr, mode == 2, p));
+                EXPECT_EQ(std::memcmp(c_tight.data(), c.data(), c.size() * sizeof(float)), 0)
+                    << "B in place, ldb = n: m " << m << " n " << n << " k " << k << " mode " << mode;
               } else {
                 EXPECT_EQ(std::memcmp(c_direct.data(), c0.data(), c0.size() * sizeof(float)), 0);
               }
@@ -892,6 +899,33 @@ TEST(ThreadPool, UsesWorkersAndSingleThreadRunsInline) {
 // order; they differ by FMA rounding (one rounding instead of two per step),
 // at most ~k * 2^-24 * sum|a*b| relative; inputs in [-1, 1] give sum|a*b|
 // <= k, so 1e-5 * k absolute is ample and still catches a wrong element.
+// One column (n = 1) with enough rows that the GEMV splits its panels over
+// the pool's threads: every row is one thread's whole sum, so the pool's
+// result has the bits of the single-threaded one, and both are within the
+// reference test's bound of the exact products.
+TEST(Sgemm, OneColumnSplitOverThreadsMatchesOneThread) {
+  namespace sg = kite::cpu::sgemm;
+  kite::cpu::ThreadPool pool(3);
+  const int64_t m = 8999, k = 129;  // 1500 panels, two chunks of the 1 MFLOP grain
+  const std::vector<float> a = Random(m * k, 81), x = Random(k, 82), bias = Random(m, 83);
+  std::vector<float> pa(static_cast<size_t>(sg::packed_a_floats(m, k)));
+  sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
+  std::vector<float> pb(static_cast<size_t>(sg::packed_b_floats(k, 1)));
+  sg::pack_b(x.data(), 1, 1, k, 1, pb.data(), nullptr);
+  std::vector<float> one(static_cast<size_t>(m)), many(one.size());
+  sg::gemm_packed(m, 1, k, pa.data(), pb.data(), one.data(), 1, bias.data(), false, nullptr);
+  sg::gemm_packed(m, 1, k, pa.data(), pb.data(), many.data(), 1, bias.data(), false, &pool);
+  ASSERT_EQ(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)), 0);
+  for (int64_t i = 0; i < m; ++i) {
+    double want = bias[i], mag = std::fabs(bias[i]);
+    for (int64_t p = 0; p < k; ++p) {
+      want += static_cast<double>(a[i * k + p]) * x[p];
+      mag += std::fabs(static_cast<double>(a[i * k + p]) * x[p]);
+    }
+    ASSERT_LE(std::fabs(one[i] - want), (k + 2) * std::ldexp(1.0, -24) * mag) << "row " << i;
+  }
+}
+
 // pack_a at every level against its definition, bit for bit: panel ip,
 // column p, row r holds a[(6 ip + r) * row_stride + p * col_stride] * alpha,
 // 0 past m. Rows wider than k (row_stride > k), k with and without a tail

@@ -97,6 +97,16 @@ void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const floa
 // multiple of 16 go the portable way (the caller's).  Returns the columns
 // done (0 off AVX-512 builds).
 int64_t pack_a_panel_avx512(const float* a, int64_t lda, int64_t k, float alpha, float* dst);
+// C = A * x for one column (n = 1): panels [ip0, ip1) of packed A, x(p) =
+// x[p * x_stride], y(i) = y[i * ldy], rows past m skipped; the bias,
+// accumulation and epilogue as block_kernel_avx512's. Eight k a step: the
+// panel's 48 floats in three loads, x's eight values spread to the panel's
+// order by three permutes, three FMAs, so every lane does useful work (the
+// block kernel gives a 1-column B a 16-lane FMA per row and k). No-op off
+// AVX-512 builds.
+void gemv_panels_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, const float* packed_a,
+                        const float* x, int64_t x_stride, float* y, int64_t ldy,
+                        const float* row_bias, bool add, const Epilogue* epilogue);
 // AArch64 Advanced SIMD (sgemm_neon.cpp); stubs elsewhere.
 bool cpu_has_neon();
 // Armv8.2-A extensions, detected at run time (AT_HWCAP on Linux): fp16

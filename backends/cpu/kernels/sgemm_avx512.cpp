@@ -17,6 +17,7 @@
 // -mavx512f on the whole file: an inline function from a header compiled
 // with AVX-512 could be the copy the linker keeps, and then run on a CPU
 // without it.
+#include <algorithm>
 #include <cstdint>
 
 #include "sgemm.h"
@@ -213,6 +214,69 @@ int64_t pack_a_panel_avx512(const float* a, int64_t lda, int64_t k, float alpha,
   return p;
 }
 
+void gemv_panels_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, const float* packed_a,
+                        const float* x, int64_t x_stride, float* y, int64_t ldy,
+                        const float* row_bias, bool add, const Epilogue* epilogue) {
+  // Lane l of step vector j holds row (16j + l) % 6 of column (16j + l) / 6.
+  alignas(64) static const int32_t kIndex[3][16] = {
+      {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2},
+      {2, 2, 3, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 5, 5},
+      {5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7}};
+  const __m512i i0 = _mm512_load_si512(kIndex[0]), i1 = _mm512_load_si512(kIndex[1]);
+  const __m512i i2 = _mm512_load_si512(kIndex[2]);
+  alignas(64) int32_t offsets[16] = {};
+  for (int l = 0; l < 8; ++l) offsets[l] = static_cast<int32_t>(l * x_stride);
+  const __m512i gather = _mm512_load_si512(offsets);
+  const int64_t k8 = k / 8 * 8;
+  // (Masked permutes with all-ones masks: the plain ones pass an undefined
+  // operand that GCC 12 warns about, as in load_pair.)
+  constexpr __mmask16 kAll = 0xFFFF;
+  for (int64_t ip = ip0; ip < ip1; ++ip) {
+    const float* a = packed_a + ip * k * kMR;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), acc2 = _mm512_setzero_ps();
+    for (int64_t p = 0; p < k8; p += 8) {
+      // x(p .. p + 7) in the low lanes (the high ones are never indexed).
+      const __m512 xv = x_stride == 1
+                            ? _mm512_maskz_loadu_ps(0x00FF, x + p)
+                            : _mm512_mask_i32gather_ps(_mm512_setzero_ps(), 0x00FF, gather,
+                                                       x + p * x_stride, 4);
+      const float* ap = a + p * kMR;
+      acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(ap), _mm512_maskz_permutexvar_ps(kAll, i0, xv), acc0);
+      acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(ap + 16), _mm512_maskz_permutexvar_ps(kAll, i1, xv), acc1);
+      acc2 = _mm512_fmadd_ps(_mm512_loadu_ps(ap + 32), _mm512_maskz_permutexvar_ps(kAll, i2, xv), acc2);
+    }
+    alignas(64) float lanes[48];
+    _mm512_store_ps(lanes, acc0);
+    _mm512_store_ps(lanes + 16, acc1);
+    _mm512_store_ps(lanes + 32, acc2);
+    const int64_t rows = std::min<int64_t>(kMR, m - ip * kMR);
+    for (int64_t r = 0; r < rows; ++r) {
+      // The row's eight lanes (one per column of the step), then the tail.
+      float v = 0.0f;
+      for (int q = 0; q < 8; ++q) v += lanes[q * kMR + r];
+      for (int64_t p = k8; p < k; ++p) v += a[p * kMR + r] * x[p * x_stride];
+      const int64_t i = ip * kMR + r;
+      float* out = y + i * ldy;
+      if (add) {
+        v += *out;
+      } else if (row_bias) {
+        v += row_bias[i];
+      }
+      if (epilogue) {
+        // The block kernel's formulas: Relu x > 0 ? x : 0, Clip (x < lo ? lo
+        // : x) then (hi < v ? hi : v).
+        if (epilogue->kind == Epilogue::kRelu) {
+          v = v > 0.0f ? v : 0.0f;
+        } else if (epilogue->kind == Epilogue::kClip) {
+          v = v < epilogue->lo ? epilogue->lo : v;
+          v = epilogue->hi < v ? epilogue->hi : v;
+        }
+      }
+      *out = v;
+    }
+  }
+}
+
 }  // namespace kite::cpu::sgemm::detail
 
 #if defined(__clang__)
@@ -229,6 +293,8 @@ bool cpu_supports_avx512f() { return false; }
 void block_kernel_avx512(int, int, int64_t, const float*, const float*, const float* const*, int64_t,
                          float*, int64_t, int64_t, int64_t, const float*, bool, const Epilogue*) {}
 int64_t pack_a_panel_avx512(const float*, int64_t, int64_t, float, float*) { return 0; }
+void gemv_panels_avx512(int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t,
+                        float*, int64_t, const float*, bool, const Epilogue*) {}
 
 }  // namespace kite::cpu::sgemm::detail
 
