@@ -1996,7 +1996,13 @@ INSTANTIATE_TEST_SUITE_P(
         // step), with tails, padding and ceil_mode.
         PoolCase{"MaxPool", {1, 3, 13, 29}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0, {1, 3, 7, 15}},
         PoolCase{"MaxPool", {1, 2, 11, 30}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0, {1, 2, 5, 15}},
-        PoolCase{"MaxPool", {1, 1, 5, 40}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0, {1, 1, 2, 20}}));
+        PoolCase{"MaxPool", {1, 1, 5, 40}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0, {1, 1, 2, 20}},
+        // The separable 2-D path (max down the rows, then across): its
+        // 3-wide stride-2 vectors with ceil_mode windows past the edge, its
+        // stride-1 vectors, and the scalar across-loop (width 5, stride 3).
+        PoolCase{"MaxPool", {1, 4, 37, 41}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0, {1, 4, 18, 20}},
+        PoolCase{"MaxPool", {1, 2, 17, 23}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 0, 0, {1, 2, 17, 23}},
+        PoolCase{"MaxPool", {1, 1, 9, 31}, {2, 5}, {3, 2}, {0, 1, 0, 2}, {1, 1}, 0, 0, {1, 1, 3, 15}}));
 
 TEST(Pool, MaxPoolHandcomputedCeilMode) {
   // 1x1x3x3, kernel 2, stride 2, ceil_mode: windows {0,1}x{0,1}, {0,1}x{2},

@@ -10,6 +10,10 @@
 #include "common.h"
 #include "kernels.h"
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 namespace kite::cpu {
 namespace {
 
@@ -154,7 +158,7 @@ class PoolKernel : public Kernel {
         int64_t* idx = indices_ ? indices_ + plane * out_plane : nullptr;
         if (idx) {
           max_plane(x, y, idx, plane * in_plane);
-        } else {
+        } else if (!max_rows_separable(x, y)) {
           rows_plane(x, y);
         }
       }
@@ -191,6 +195,80 @@ class PoolKernel : public Kernel {
         }
       }
     }
+  }
+
+  // 2-D MaxPool without indices, column dilation 1: per output row, the
+  // max down the window's rows once per input column (into a row padded
+  // with -inf on both sides), then the max across kernel-width neighbours
+  // of that row: kh + kw steps per output instead of kh * kw read-modify-
+  // writes of the output row (squeezenet's three 3x3 stride-2 pools: 1.31
+  // -> 0.43 ms, resnet18's 0.47 -> 0.36; AMD EPYC Zen 4, 1 thread; the
+  // same loops through GCC's vector extensions instead of SSE intrinsics
+  // were slower than rows_plane: the shuffles went through the stack). Same result as
+  // rows_plane: both are the max of the window's non-NaN samples (-inf
+  // when there are none); only which of +0 / -0 wins a tie of the two may
+  // differ. False (nothing written) when the geometry is not this one.
+  bool max_rows_separable(const float* x, float* y) const {
+    const AxisWindows &ad = axes_[0], &ah = axes_[1], &aw = axes_[2];
+    constexpr int64_t kRow = 4096;  // floats of the padded row, on the stack
+    const int64_t W = aw.in, OW = aw.out, s = aw.stride, kw = aw.kernel;
+    const int64_t width = std::max(aw.pad_begin + W, (OW - 1) * s + kw);
+    if (mode_ != Mode::kMax || ad.in != 1 || ad.out != 1 || ad.kernel != 1 || aw.dilation != 1 ||
+        width + 16 > kRow) {
+      return false;
+    }
+    constexpr float kLow = -std::numeric_limits<float>::infinity();
+    alignas(64) float row[kRow];
+    for (int64_t i = 0; i < aw.pad_begin; ++i) row[i] = kLow;
+    for (int64_t i = aw.pad_begin + W; i < width + 16; ++i) row[i] = kLow;
+    float* mid = row + aw.pad_begin;
+    for (int64_t oh = 0; oh < ah.out; ++oh) {
+      float* out = y + oh * OW;
+      // Down the rows, one row at a time over the whole width: max(a, b)
+      // = a < b ? b : a from -inf, the rows_plane fold (a NaN sample never
+      // replaces the running value).
+      for (int64_t i = 0; i < W; ++i) mid[i] = kLow;
+      for (int64_t th = ah.lo[oh]; th < ah.hi[oh]; ++th) {
+        const float* src = x + (ah.start[oh] + th * ah.dilation) * W;
+        int64_t iw = 0;
+#ifdef KITE_POOL_VECTOR
+        for (; iw + 4 <= W; iw += 4) store4(mid + iw, max4(load4(mid + iw), load4(src + iw)));
+#endif
+        for (; iw < W; ++iw) mid[iw] = std::max(mid[iw], src[iw]);
+      }
+      // Across: output o's window is row[o * s .. o * s + kw).
+      int64_t o = 0;
+#if defined(__SSE2__)
+      if (s == 2 && kw == 3) {
+        // Even, odd and even-from-2 columns by shufps; maxps(b, a) is
+        // a < b ? b : a, the fold's formula, NaN and signed zeros included.
+        for (; o + 4 <= OW; o += 4) {
+          const float* r = row + 2 * o;
+          const __m128 a = _mm_loadu_ps(r), b = _mm_loadu_ps(r + 4);
+          const __m128 c = _mm_loadu_ps(r + 2), d = _mm_loadu_ps(r + 6);
+          const __m128 t0 = _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+          const __m128 t1 = _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+          const __m128 t2 = _mm_shuffle_ps(c, d, _MM_SHUFFLE(2, 0, 2, 0));
+          _mm_storeu_ps(out + o, _mm_max_ps(t2, _mm_max_ps(t1, t0)));
+        }
+      }
+#endif
+#ifdef KITE_POOL_VECTOR
+      if (s == 1) {
+        for (; o + 4 <= OW; o += 4) {
+          F4 m = load4(row + o);
+          for (int64_t t = 1; t < kw; ++t) m = max4(m, load4(row + o + t));
+          store4(out + o, m);
+        }
+      }
+#endif
+      for (; o < OW; ++o) {
+        float m = row[o * s];
+        for (int64_t t = 1; t < kw; ++t) m = std::max(m, row[o * s + t]);
+        out[o] = m;
+      }
+    }
+    return true;
   }
 
   // Max or average without indices: for each output row, each kernel tap
