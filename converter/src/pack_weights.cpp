@@ -16,19 +16,32 @@ namespace wp = kite::cpu::weight_pack;
 void collect(ir::Model* model, const ir::Node& node, const std::vector<std::string>& levels,
              std::map<std::pair<int, std::string>, size_t>* seen) {
   const kite::ops::OpNode op = ir::to_op_node(*model, node);
-  for (const wp::Layout& l : wp::layouts(op)) {
-    const int tensor = node.inputs[static_cast<size_t>(l.input)];
-    const auto id = std::make_pair(tensor, l.name);
-    if (seen->count(id)) continue;
-    std::vector<float> packed(static_cast<size_t>(l.floats), 0.0f);
-    wp::pack(op, l, packed.data());
-    ir::PackedForm form;
-    form.tensor = tensor;
-    for (const std::string& level : levels) form.keys.push_back(wp::key(level, l.name));
-    form.data.resize(packed.size() * sizeof(float));
-    if (!packed.empty()) std::memcpy(form.data.data(), packed.data(), form.data.size());
-    (*seen)[id] = model->packed.size();
-    model->packed.push_back(std::move(form));
+  // Each level's layouts: one form per (tensor, layout), under the key of
+  // every level that reads that layout (the 6x8 panels are the same on all
+  // of them; the stem kernel's layout is x86-avx512's alone).
+  for (const std::string& level_name : levels) {
+    kite::cpu::sgemm::MicroKernel level{};
+    if (!wp::level_of(level_name, &level)) continue;
+    for (const wp::Layout& l : wp::layouts(op, true, level)) {
+      const int tensor = node.inputs[static_cast<size_t>(l.input)];
+      const auto id = std::make_pair(tensor, l.name);
+      const std::string key = wp::key(level_name, l.name);
+      const auto found = seen->find(id);
+      if (found != seen->end()) {
+        std::vector<std::string>& keys = model->packed[found->second].keys;
+        if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+        continue;
+      }
+      std::vector<float> packed(static_cast<size_t>(l.floats), 0.0f);
+      wp::pack(op, l, packed.data());
+      ir::PackedForm form;
+      form.tensor = tensor;
+      form.keys.push_back(key);
+      form.data.resize(packed.size() * sizeof(float));
+      if (!packed.empty()) std::memcpy(form.data.data(), packed.data(), form.data.size());
+      (*seen)[id] = model->packed.size();
+      model->packed.push_back(std::move(form));
+    }
   }
   for (const ir::Node& b : node.body) collect(model, b, levels, seen);
 }

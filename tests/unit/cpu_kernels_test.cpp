@@ -36,6 +36,7 @@
 #include "kernel.h"
 #include "kernels/depthwise.h"
 #include "kernels/sgemm.h"
+#include "kernels/stem.h"
 #include "kernels/vmath.h"
 #include "kernels/winograd.h"
 #include "kite/abi/node.h"
@@ -1448,7 +1449,11 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{1, 40, 6, 1, {70, 67}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, "", false},  // strided
         // A stem: the im2col matrix far past L2, small weights, more output
         // channels than the few-rows rule takes: column blocks too.
+        // (On AVX-512, with its three input channels, the stem kernel.)
         ConvCase{1, 3, 40, 1, {120, 117}, {7, 7}, {2, 2}, {1, 1}, {3, 3, 3, 3}, "", true},
+        // More stems (stem.h): one input channel, stride 1; four, uneven pads.
+        ConvCase{1, 1, 9, 1, {23, 37}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, "", true},
+        ConvCase{2, 4, 16, 1, {31, 100}, {3, 3}, {2, 2}, {1, 1}, {1, 0, 0, 1}, "", false},
         // Depthwise sixteen channels a task on AVX-512 (depthwise::Channels,
         // planes whose padded buffer fits kChannelMaxScratch): channel
         // tails, rows of 8 outputs and row tails of 1 to 7, stride 2 and
@@ -1661,6 +1666,84 @@ TEST(Winograd, TileBySizeAndOnly3x3Stride1) {
 // FusedConv + Relu / Clip on the small-plane depthwise path (the activation
 // applied in its store): the same bits as the Conv followed by the
 // activation's formula (comparisons and selections do no arithmetic).
+// The stem kernel (stem.h) at each level it has (AVX-512 vectors and the
+// scalar loop the other levels fall back to) against the direct sum in
+// double: channel blocks with tails (m not a multiple of 8), rows with
+// 1, 2 and 3 vectors of outputs and partial last vectors, strides 1 and 2,
+// uneven pads, kernels from 2x2 to 11x11, 1 to 4 input channels, Relu and
+// Clip. Bound: a sum of K = c * kh * kw products in any order, then the
+// bias: (K + 1) * 2^-24 * (sum |terms| + |bias|), times kDotSlack; Relu
+// and Clip are 1-Lipschitz.
+TEST(Stem, EveryLevelMatchesTheDirectSum) {
+  namespace st = kite::cpu::stem;
+  using kite::cpu::sgemm::Epilogue;
+  using kite::cpu::sgemm::MicroKernel;
+  struct Case {
+    int64_t c, h, w, m, kh, kw, stride, pt, pl, pb, pr;
+    Epilogue::Kind act;
+  };
+  const Case cases[] = {
+      {3, 23, 37, 9, 3, 3, 2, 1, 1, 1, 1, Epilogue::kRelu},    // ow 19: one partial vector
+      {1, 20, 40, 16, 5, 5, 1, 2, 2, 2, 2, Epilogue::kNone},   // ow 40: three, the last partial
+      {2, 17, 141, 3, 2, 2, 2, 0, 1, 1, 0, Epilogue::kClip},   // ow 71: 48 then two partial
+      {4, 30, 30, 12, 11, 11, 2, 5, 5, 5, 5, Epilogue::kNone}, // 11x11
+      {3, 9, 100, 8, 7, 7, 2, 3, 3, 3, 3, Epilogue::kRelu},    // ow 50: 48 then one of 2
+  };
+  kite::cpu::ThreadPool pool(3);
+  int levels = 0;
+  for (MicroKernel level : {MicroKernel::kAvx512, MicroKernel::kPortable}) {
+    const ForcedGemmKernel forced(level);
+    if (!forced.ok()) continue;
+    ++levels;
+    for (const Case& k : cases) {
+      st::Geometry g;
+      g.c = k.c, g.h = k.h, g.w = k.w, g.m = k.m, g.kh = k.kh, g.kw = k.kw, g.stride = k.stride;
+      g.pad_top = k.pt, g.pad_left = k.pl;
+      g.oh = (k.h + k.pt + k.pb - k.kh) / k.stride + 1;
+      g.ow = (k.w + k.pl + k.pr - k.kw) / k.stride + 1;
+      const std::vector<float> x = Random(k.c * k.h * k.w, 91), w = Random(k.m * k.c * k.kh * k.kw, 92);
+      const std::vector<float> bias = Random(k.m, 93);
+      std::vector<float> arranged(static_cast<size_t>(st::weight_floats(g)));
+      st::arrange_weights(g, w.data(), arranged.data());
+      std::vector<float> scratch(static_cast<size_t>(st::scratch_floats(g)), std::nanf(""));
+      const Epilogue e{k.act, -0.5f, 0.75f};
+      std::vector<float> y(static_cast<size_t>(k.m * g.oh * g.ow), std::nanf(""));
+      st::run(g, x.data(), arranged.data(), bias.data(), e, y.data(), scratch.data(), pool);
+      int bad = 0;
+      for (int64_t m = 0; m < k.m && bad < 3; ++m) {
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          for (int64_t ox = 0; ox < g.ow; ++ox) {
+            double sum = bias[m], mag = std::fabs(bias[m]);
+            for (int64_t c = 0; c < k.c; ++c) {
+              for (int64_t ky = 0; ky < k.kh; ++ky) {
+                for (int64_t kx = 0; kx < k.kw; ++kx) {
+                  const int64_t iy = oy * k.stride - k.pt + ky, ix = ox * k.stride - k.pl + kx;
+                  if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
+                  const double t = static_cast<double>(w[((m * k.c + c) * k.kh + ky) * k.kw + kx]) *
+                                   x[(c * k.h + iy) * k.w + ix];
+                  sum += t;
+                  mag += std::fabs(t);
+                }
+              }
+            }
+            if (k.act == Epilogue::kRelu) sum = std::max(sum, 0.0);
+            if (k.act == Epilogue::kClip) sum = std::min(std::max(sum, -0.5), 0.75);
+            const double tol = kDotSlack * (k.c * k.kh * k.kw + 1) * kUnitRoundoff * mag;
+            const float got = y[(m * g.oh + oy) * g.ow + ox];
+            if (!(std::fabs(got - sum) <= tol)) {
+              ++bad;
+              ADD_FAILURE() << "level " << static_cast<int>(level) << " c " << k.c << " " << k.kh << "x"
+                            << k.kw << " s" << k.stride << " at m " << m << " (" << oy << "," << ox
+                            << "): " << got << " vs " << sum << " tol " << tol;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GE(levels, 1);
+}
+
 TEST(Conv, DepthwiseSmallPlanesApplyTheFusedActivation) {
   const int64_t c = 24, h = 9, w = 10;
   const std::vector<float> x = Random(c * h * w, 71), wt = Random(c * 9, 72), bias = Random(c, 73);

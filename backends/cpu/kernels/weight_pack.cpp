@@ -7,12 +7,15 @@
 #include "common.h"
 #include "kite/ops/fused.h"
 #include "kite/ops/resolve.h"
+#include "stem.h"
 #include "winograd.h"
 
 namespace kite::cpu::weight_pack {
 namespace {
 
 using kite::ops::OpNode;
+
+constexpr const char* kStemLayout = "stem-w8";
 
 bool is_float_constant(const OpNode& op, size_t i) {
   return op.has_input(i) && op.inputs[i].data != nullptr && op.inputs[i].dtype == KITE_DTYPE_FLOAT32;
@@ -72,6 +75,19 @@ bool winograd_dims(const OpNode& op, int64_t* tile, int64_t* m, int64_t* c) {
   if (*tile == 0 || w[1] != x[1]) return false;
   *m = w[0];
   *c = x[1];
+  return true;
+}
+
+// A Conv the stem kernel runs at this level (stem::takes), and its geometry.
+bool stem_dims(const OpNode& op, sgemm::MicroKernel level, stem::Geometry* out) {
+  if (!op.has_input(0) || !op.has_input(1)) return false;
+  const Shape& x = op.inputs[0].shape;
+  const Shape& w = op.inputs[1].shape;
+  if (x.size() != 4 || w.size() != 4 || w[1] != x[1]) return false;
+  const OpNode conv = op.op == "Conv" ? op : kite::ops::fused_primitive(op, "Conv", 3);
+  kite::ops::WindowGeometry g;
+  if (!kite::ops::window_geometry(conv, &g, nullptr) || !stem::takes(g, x[1], level)) return false;
+  *out = stem::geometry(g, x[1], w[0]);
   return true;
 }
 
@@ -170,17 +186,33 @@ const std::vector<std::string>& isa_names() {
   return names;
 }
 
+bool level_of(const std::string& name, sgemm::MicroKernel* level) {
+  for (sgemm::MicroKernel l : {sgemm::MicroKernel::kAvx512, sgemm::MicroKernel::kAvx2Fma,
+                               sgemm::MicroKernel::kNeon, sgemm::MicroKernel::kPortable}) {
+    if (name == isa_name(l)) {
+      *level = l;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool is_isa_name(const std::string& name) {
   const auto& n = isa_names();
   return std::find(n.begin(), n.end(), name) != n.end();
 }
 
-std::vector<Layout> layouts(const OpNode& op, bool winograd) {
+std::vector<Layout> layouts(const OpNode& op, bool winograd, sgemm::MicroKernel level) {
   std::vector<Layout> out;
   const std::string prim = primitive_of(op);
   if (prim == "Conv" || prim == "ConvTranspose") {
     ConvDims d;
     if (!is_float_constant(op, 1)) return out;
+    stem::Geometry sg;
+    if (prim == "Conv" && stem_dims(op, level, &sg)) {
+      out.push_back({1, kStemLayout, stem::weight_floats(sg)});
+      return out;
+    }
     int64_t wt = 0, wm = 0, wc = 0;
     if (prim == "Conv" && winograd && winograd_dims(op, &wt, &wm, &wc)) {
       out.push_back({1, winograd::layout_name(wt), winograd::packed_weight_floats(wt, wm, wc)});
@@ -202,7 +234,10 @@ std::vector<Layout> layouts(const OpNode& op, bool winograd) {
 void pack(const OpNode& op, const Layout& layout, float* dst) {
   const float* w = static_cast<const float*>(op.inputs[static_cast<size_t>(layout.input)].data);
   const std::string prim = primitive_of(op);
-  if (prim == "Conv" && layout.name.compare(0, 4, "wino") == 0) {
+  if (prim == "Conv" && layout.name == kStemLayout) {
+    stem::Geometry sg;
+    if (stem_dims(op, sgemm::MicroKernel::kAvx512, &sg)) stem::arrange_weights(sg, w, dst);
+  } else if (prim == "Conv" && layout.name.compare(0, 4, "wino") == 0) {
     int64_t t = 0, m = 0, c = 0;
     if (winograd_dims(op, &t, &m, &c) && layout.name == winograd::layout_name(t)) {
       winograd::pack_weights(t, w, m, c, dst);

@@ -17,15 +17,18 @@
 //                  Winograd F(4x4, 3x3) or F(2x2, 3x3) (winograd.h): the 36
 //                  or 16 matrices (M x C) of G g G^T, each as sgemm A
 //                  panels of 6 rows
+//   stem-w8        Conv weight (M, C, kh, kw) of a Conv with few input
+//                  channels run directly (stem.h; x86-avx512 only): per
+//                  block of 8 output channels, per tap, the block's 8 weights
 //   convt-a6-g<G>  ConvTranspose weight (C, M/G, k...): per group W_g^T
 //   gemm-a6, gemm-a6t  a constant A (m x k; t: stored k x m); Gemm's alpha
 //                  other than 1 scales it while packed: "-x<alpha's bits>"
 //                  follows
 //   gemm-b8, gemm-b8t  a constant B (k x n; t: stored n x k), every matrix
 //                  of the tensor's batch dims in order
-// Today every level packs 6x8 panels the same way, so the converter stores
-// one blob under several levels' keys; a level with its own panel shape
-// gets its own layout name.
+// Every level packs 6x8 panels the same way, so the converter stores one
+// blob under several levels' keys; a level with a kernel of its own (the
+// stem kernel on x86-avx512) gets its own layout name under its key only.
 #pragma once
 
 #include <cstdint>
@@ -61,7 +64,12 @@ struct Layout {
 // anything else has none. Shapes the kernel would refuse give none.
 // winograd: whether the kernels may run 3x3 convolutions as Winograd
 // (the CPU backend's option winograd=0|1; the converter packs for 1).
-std::vector<Layout> layouts(const kite::ops::OpNode& op, bool winograd = true);
+// level: the ISA level the kernels run at (this process's by default; the
+// converter asks for each level it packs for).
+std::vector<Layout> layouts(const kite::ops::OpNode& op, bool winograd = true,
+                            sgemm::MicroKernel level = sgemm::micro_kernel_in_use());
+// The level of an isa_name(); false for an unknown name.
+bool level_of(const std::string& name, sgemm::MicroKernel* level);
 
 // Packs input layout.input of op (its data) into dst (layout.floats floats).
 void pack(const kite::ops::OpNode& op, const Layout& layout, float* dst);
