@@ -826,6 +826,37 @@ TEST(Vmath, GeluWithinItsStatedBound) {
   on_every_level(check_gelu_bound);
 }
 
+// vmath::hard_sigmoid has the scalar formula's bits on every level
+// (max(0, min(1, alpha x + beta)), times x for HardSwish): over a sweep with
+// both clamps, signed zeros, infinities and NaN, lengths with every tail.
+void check_hard_sigmoid(const char* level) {
+  namespace vm = kite::cpu::vmath;
+  std::vector<float> x;
+  for (int64_t i = -3000; i <= 3000; ++i) x.push_back(static_cast<float>(i) / 500.0f);
+  for (float v : {0.0f, -0.0f, 1e30f, -1e30f, std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    x.push_back(v);
+  }
+  for (const bool times_x : {false, true}) {
+    const float alpha = times_x ? 1.0f / 6.0f : 0.2f, beta = 0.5f;
+    for (const size_t n : {x.size(), size_t{1}, size_t{15}, size_t{17}}) {
+      std::vector<float> y(n);
+      vm::hard_sigmoid(x.data() + x.size() - n, y.data(), static_cast<int64_t>(n), alpha, beta, times_x);
+      for (size_t i = 0; i < n; ++i) {
+        const float xi = x[x.size() - n + i];
+        const float v = std::max(0.0f, std::min(1.0f, alpha * xi + beta));
+        const float want = times_x ? xi * v : v;
+        ASSERT_EQ(std::memcmp(&want, &y[i], sizeof want), 0)
+            << level << (times_x ? " hard_swish(" : " hard_sigmoid(") << xi << ") = " << y[i] << ", want " << want;
+      }
+    }
+  }
+}
+
+TEST(Vmath, HardSigmoidHasTheScalarBits) {
+  on_every_level(check_hard_sigmoid);
+}
+
 // ===========================================================================
 // The thread pool.
 

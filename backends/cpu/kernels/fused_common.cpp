@@ -28,6 +28,24 @@ void apply_sigmoid(float* y, int64_t rows, int64_t n, const float* bias, ThreadP
   });
 }
 
+// HardSigmoid and HardSwish through vmath::hard_sigmoid.
+void apply_hard_sigmoid(float* y, int64_t rows, int64_t n, const float* bias, ThreadPool& pool,
+                        float alpha, float beta, bool times_x) {
+  if (bias == nullptr) {
+    pool.parallel_for(rows * n, 16384, [&](int64_t begin, int64_t end) {
+      vmath::hard_sigmoid(y + begin, y + begin, end - begin, alpha, beta, times_x);
+    });
+    return;
+  }
+  pool.parallel_for(rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* row = y + r * n;
+      for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
+      vmath::hard_sigmoid(row, row, n, alpha, beta, times_x);
+    }
+  });
+}
+
 // Gelu (erf form) through vmath, as the unary Gelu runs it.
 void apply_gelu(float* y, int64_t rows, int64_t n, const float* bias, ThreadPool& pool) {
   if (bias == nullptr) {
@@ -83,13 +101,11 @@ void apply_activation(const Activation& act, float* y, int64_t rows, int64_t n, 
     case Activation::kSiLU:
       return apply_sigmoid(y, rows, n, bias, pool, true);
     case Activation::kHardSigmoid:
-      return apply(y, rows, n, bias, pool, [alpha, beta](float x) {
-        return std::max(0.0f, std::min(1.0f, alpha * x + beta));
-      });
     case Activation::kHardSwish:
-      return apply(y, rows, n, bias, pool, [alpha, beta](float x) {
-        return x * std::max(0.0f, std::min(1.0f, alpha * x + beta));
-      });
+      // vmath's 16 lanes, the scalar formula's bits (mobilenet_v3's
+      // HardSwish: 7% of the run as a scalar loop on Zen 4).
+      return apply_hard_sigmoid(y, rows, n, bias, pool, alpha, beta,
+                                act.kind == Activation::kHardSwish);
     case Activation::kLeakyRelu:
       return apply(y, rows, n, bias, pool, [alpha](float x) { return x >= 0.0f ? x : alpha * x; });
     case Activation::kTanh:

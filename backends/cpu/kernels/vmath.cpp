@@ -159,25 +159,27 @@ void softmax4(const float* x, float* y, int64_t n) {
 #endif
 
 #ifdef KITE_VMATH_AVX512
-// exp at 16 lanes: exp4's steps (the compiler may fuse a multiply and an
-// add here, so the bits can differ from the 4-lane path's by an ulp or so).
-// Clamped by compares, so that NaN stays NaN.
-__attribute__((target("avx512f"))) __m512 exp16(__m512 y) {
+// exp at 16 lanes: exp4's steps with fused multiply-adds (Horner's rule,
+// and the range reduction r = y - n ln2 in two FMAs), so the bits differ
+// from the 4-lane path's by an ulp or so; the stated bounds hold for both
+// (tests/unit/cpu_kernels_test.cpp, Vmath.*, run on each level). Clamped by
+// compares, so that NaN stays NaN.
+__attribute__((target("avx512f,fma"))) __m512 exp16(__m512 y) {
   y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(y, _mm512_set1_ps(88.0f), _CMP_GT_OQ), _mm512_set1_ps(88.0f));
   y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(y, _mm512_set1_ps(-87.0f), _CMP_LT_OQ), _mm512_set1_ps(-87.0f));
   const __m512 shifter = _mm512_set1_ps(12582912.0f);
-  const __m512 t = _mm512_add_ps(_mm512_mul_ps(y, _mm512_set1_ps(1.44269504088896341f)), shifter);
+  const __m512 t = _mm512_fmadd_ps(y, _mm512_set1_ps(1.44269504088896341f), shifter);
   const __m512 n = _mm512_sub_ps(t, shifter);
-  __m512 r = _mm512_sub_ps(y, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f)));
-  r = _mm512_add_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(2.12194440e-4f)));
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), y);
+  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
   __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f / 720.0f));
-  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f / 120.0f));
-  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f / 24.0f));
-  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f / 6.0f));
-  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(0.5f));
-  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f));
-  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   const __m512i bits = _mm512_maskz_slli_epi32(
       0xffff,
       _mm512_add_epi32(_mm512_sub_epi32(_mm512_castps_si512(t), _mm512_castps_si512(shifter)), _mm512_set1_epi32(127)),
@@ -185,29 +187,42 @@ __attribute__((target("avx512f"))) __m512 exp16(__m512 y) {
   return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
 }
 
+// 1 / d for d >= 1: the 14-bit estimate and one Newton step, r + r (1 - d
+// r), relative error about 2^-28 plus the roundings of the two FMAs (a
+// division costs several times as much on these cores). The estimate of a
+// d past 2^126 is 0 or a subnormal; then so is 1 / d (and sigmoid's and
+// gelu's bounds are stated only where the exact value is a normal float).
+// (Masked forms with all-ones masks: the plain ones pass an undefined
+// operand that GCC 12 warns about. An infinite d has the estimate 0, kept:
+// the Newton step would make inf * 0 a NaN.)
+__attribute__((target("avx512f,fma"))) __m512 reciprocal16(__m512 d) {
+  const __m512 r = _mm512_maskz_rcp14_ps(0xFFFF, d);
+  const __m512 refined = _mm512_fmadd_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(1.0f)), r);
+  return _mm512_mask_mov_ps(refined, _mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_EQ_OQ), r);
+}
+
 // sigmoid4's steps at 16 lanes (the processor's AVX-512F, chosen at run
 // time as the SGEMM level is). The compiler may fuse a multiply and an add
 // here, so the bits can differ from the 4-lane path's by an ulp or so; the
 // stated bound holds for both (tests/unit/cpu_kernels_test.cpp runs it on
 // each level), and on one machine every element gets the same bits.
-__attribute__((target("avx512f"))) __m512 sigmoid16(__m512 x, bool times_x) {
+__attribute__((target("avx512f,fma"))) __m512 sigmoid16(__m512 x, bool times_x) {
   const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), x));
-  const __m512 s = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+  const __m512 s = reciprocal16(_mm512_add_ps(_mm512_set1_ps(1.0f), e));
   return times_x ? _mm512_mul_ps(x, s) : s;
 }
 
 // gelu4's steps at 16 lanes.
-__attribute__((target("avx512f"))) __m512 gelu16(__m512 x) {
+__attribute__((target("avx512f,fma"))) __m512 gelu16(__m512 x) {
   const __m512 z = _mm512_mul_ps(x, _mm512_set1_ps(0.7071067811865476f));
   const __mmask16 negative = _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_LT_OQ);
   const __m512 az = _mm512_mask_sub_ps(z, negative, _mm512_setzero_ps(), z);
-  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f),
-                                 _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(_mm512_set1_ps(kErfP), az)));
+  const __m512 t = reciprocal16(_mm512_fmadd_ps(_mm512_set1_ps(kErfP), az, _mm512_set1_ps(1.0f)));
   __m512 poly = _mm512_set1_ps(kErfA5);
-  poly = _mm512_add_ps(_mm512_mul_ps(poly, t), _mm512_set1_ps(kErfA4));
-  poly = _mm512_add_ps(_mm512_mul_ps(poly, t), _mm512_set1_ps(kErfA3));
-  poly = _mm512_add_ps(_mm512_mul_ps(poly, t), _mm512_set1_ps(kErfA2));
-  poly = _mm512_add_ps(_mm512_mul_ps(poly, t), _mm512_set1_ps(kErfA1));
+  poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(kErfA4));
+  poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(kErfA3));
+  poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(kErfA2));
+  poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(kErfA1));
   poly = _mm512_mul_ps(poly, t);
   const __m512 e = _mm512_sub_ps(_mm512_set1_ps(1.0f),
                                  _mm512_mul_ps(poly, exp16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(az, az)))));
@@ -219,16 +234,34 @@ __attribute__((target("avx512f"))) __m512 gelu16(__m512 x) {
 // no vector by value: a non-AVX-512 caller may not).
 struct Sigmoid16 {
   bool times_x;
-  __attribute__((target("avx512f"))) __m512 operator()(__m512 x) const { return sigmoid16(x, times_x); }
+  __attribute__((target("avx512f,fma"))) __m512 operator()(__m512 x) const { return sigmoid16(x, times_x); }
 };
 struct Gelu16 {
-  __attribute__((target("avx512f"))) __m512 operator()(__m512 x) const { return gelu16(x); }
+  __attribute__((target("avx512f,fma"))) __m512 operator()(__m512 x) const { return gelu16(x); }
+};
+// hard_sigmoid's formula lane by lane: alpha x, + beta, two roundings as the
+// scalar expression (the _round forms: GCC fuses a plain multiply and add
+// into an FMA where the target has one), min_ps(v, 1) is v < 1 ? v : 1 and
+// max_ps(v, 0) is v > 0 ? v : 0, std::min / std::max's.
+struct HardSigmoid16 {
+  float alpha, beta;
+  bool times_x;
+  __attribute__((target("avx512f,fma"))) __m512 operator()(__m512 x) const {
+    constexpr __mmask16 kAll = 0xFFFF;  // (masked forms: see reciprocal16)
+    constexpr int kCurrent = _MM_FROUND_CUR_DIRECTION;
+    __m512 v = _mm512_maskz_add_round_ps(
+        kAll, _mm512_maskz_mul_round_ps(kAll, _mm512_set1_ps(alpha), x, kCurrent), _mm512_set1_ps(beta),
+        kCurrent);
+    v = _mm512_maskz_min_ps(kAll, v, _mm512_set1_ps(1.0f));
+    v = _mm512_maskz_max_ps(kAll, v, _mm512_setzero_ps());
+    return times_x ? _mm512_maskz_mul_round_ps(kAll, x, v, kCurrent) : v;
+  }
 };
 
 // out[i] = f(in[i]) sixteen lanes at a time, the tail through the same lanes
 // masked.
 template <typename F>
-__attribute__((target("avx512f"))) void map16(const float* in, float* out, int64_t n, F f) {
+__attribute__((target("avx512f,fma"))) void map16(const float* in, float* out, int64_t n, F f) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, f(_mm512_loadu_ps(in + i)));
   if (i < n) {
@@ -237,7 +270,7 @@ __attribute__((target("avx512f"))) void map16(const float* in, float* out, int64
   }
 }
 
-__attribute__((target("avx512f"))) void softmax_avx512(const float* x, float* y, int64_t n) {
+__attribute__((target("avx512f,fma"))) void softmax_avx512(const float* x, float* y, int64_t n) {
   __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -313,6 +346,20 @@ void gelu(const float* in, float* out, int64_t n) {
 #else
   for (int64_t i = 0; i < n; ++i) out[i] = 0.5f * in[i] * (1.0f + std::erf(in[i] * 0.7071067811865476f));
 #endif
+}
+
+void hard_sigmoid(const float* in, float* out, int64_t n, float alpha, float beta, bool times_x) {
+#ifdef KITE_VMATH_AVX512
+  if (sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512) {
+    map16(in, out, n, HardSigmoid16{alpha, beta, times_x});
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = in[i];
+    const float v = std::max(0.0f, std::min(1.0f, alpha * x + beta));
+    out[i] = times_x ? x * v : v;
+  }
 }
 
 void sigmoid(const float* in, float* out, int64_t n, bool times_x) {

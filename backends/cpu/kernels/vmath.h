@@ -35,6 +35,11 @@ void sigmoid(const float* in, float* out, int64_t n, bool times_x);
 constexpr double kGeluAbsError = 3e-7;
 void gelu(const float* in, float* out, int64_t n);
 
+// out[i] = max(0, min(1, alpha x + beta)) (ONNX HardSigmoid), with times_x
+// x times that (HardSwish: alpha 1/6, beta 1/2): the scalar formula's bits
+// on every level (16 lanes on the AVX-512 level). In place is fine.
+void hard_sigmoid(const float* in, float* out, int64_t n, float alpha, float beta, bool times_x);
+
 // Softmax of n contiguous floats (y may be x): max, shifted exp, float sum,
 // scale, as the scalar loops, with exp as in sigmoid (16 lanes on the
 // AVX-512 level, else 4) and the sum in lanes. A shifted value below -87
