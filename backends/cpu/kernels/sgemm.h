@@ -86,11 +86,13 @@ void micro_kernel_avx2_x2(int64_t kc, const float* a0, const float* a1, const fl
 // are past cols. ldb > 0: B is not packed but row-major, the block's row p
 // at b[0] + p * ldb (only b[0] is read). Writes rows x cols of C: C = A*B
 // (+ row_bias[i]), or with add, C += A*B; then the epilogue (null: none) in
-// the registers.
+// the registers. prefetch > 0 (row-major B only): each row's floats that
+// far ahead (two cache lines) are prefetched into L1 as the row is read.
 bool cpu_supports_avx512f();
 void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const float* a1,
-                         const float* const* b, int64_t ldb, float* c, int64_t ldc, int64_t rows,
-                         int64_t cols, const float* row_bias, bool add, const Epilogue* epilogue);
+                         const float* const* b, int64_t ldb, int64_t prefetch, float* c,
+                         int64_t ldc, int64_t rows, int64_t cols, const float* row_bias, bool add,
+                         const Epilogue* epilogue);
 // One full A panel (kMR rows of a, lda floats apart, k columns contiguous)
 // times alpha into dst (k x kMR), sixteen columns at a time by permutes:
 // the bits of the portable loop's a[i][p] * alpha. Columns past the last

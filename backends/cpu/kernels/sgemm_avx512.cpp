@@ -68,8 +68,8 @@ inline __mmask16 column_mask(int64_t left) {
 // load, masked past cols), instead of from packed panels.
 template <int NA, int NZ, bool Direct>
 void block(int64_t kc, const float* a0, const float* a1, const float* const* b, int64_t ldb,
-           float* c, int64_t ldc, int64_t rows, int64_t cols, const float* row_bias, bool add,
-           const Epilogue* epi) {
+           int64_t prefetch, float* c, int64_t ldc, int64_t rows, int64_t cols,
+           const float* row_bias, bool add, const Epilogue* epi) {
   constexpr int R = NA * static_cast<int>(kMR);
   __m512 acc[R][NZ];
 #pragma GCC unroll 12
@@ -89,6 +89,10 @@ void block(int64_t kc, const float* a0, const float* a1, const float* const* b, 
     if constexpr (Direct) {
       bv[0] = _mm512_maskz_loadu_ps(direct_mask[0], b0);
       if constexpr (NZ == 2) bv[1] = _mm512_maskz_loadu_ps(direct_mask[1], b0 + 16);
+      if (prefetch > 0) {
+        _mm_prefetch(reinterpret_cast<const char*>(b0 + prefetch), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(b0 + prefetch + 16), _MM_HINT_T0);
+      }
       b0 += ldb;
     } else {
       bv[0] = load_pair(b0, b1);
@@ -154,22 +158,23 @@ void block(int64_t kc, const float* a0, const float* a1, const float* const* b, 
 }  // namespace
 
 void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const float* a1,
-                         const float* const* b, int64_t ldb, float* c, int64_t ldc, int64_t rows,
-                         int64_t cols, const float* row_bias, bool add, const Epilogue* epi) {
+                         const float* const* b, int64_t ldb, int64_t prefetch, float* c,
+                         int64_t ldc, int64_t rows, int64_t cols, const float* row_bias, bool add,
+                         const Epilogue* epi) {
   if (ldb > 0) {
     if (na == 2) {
-      if (nz == 2) return block<2, 2, true>(kc, a0, a1, b, ldb, c, ldc, rows, cols, row_bias, add, epi);
-      return block<2, 1, true>(kc, a0, a1, b, ldb, c, ldc, rows, cols, row_bias, add, epi);
+      if (nz == 2) return block<2, 2, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi);
+      return block<2, 1, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi);
     }
-    if (nz == 2) return block<1, 2, true>(kc, a0, a1, b, ldb, c, ldc, rows, cols, row_bias, add, epi);
-    return block<1, 1, true>(kc, a0, a1, b, ldb, c, ldc, rows, cols, row_bias, add, epi);
+    if (nz == 2) return block<1, 2, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi);
+    return block<1, 1, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi);
   }
   if (na == 2) {
-    if (nz == 2) return block<2, 2, false>(kc, a0, a1, b, 0, c, ldc, rows, cols, row_bias, add, epi);
-    return block<2, 1, false>(kc, a0, a1, b, 0, c, ldc, rows, cols, row_bias, add, epi);
+    if (nz == 2) return block<2, 2, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi);
+    return block<2, 1, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi);
   }
-  if (nz == 2) return block<1, 2, false>(kc, a0, a1, b, 0, c, ldc, rows, cols, row_bias, add, epi);
-  return block<1, 1, false>(kc, a0, a1, b, 0, c, ldc, rows, cols, row_bias, add, epi);
+  if (nz == 2) return block<1, 2, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi);
+  return block<1, 1, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi);
 }
 
 // Output vector j (0-5) of a 16-column step holds elements 16j .. 16j + 15
@@ -291,7 +296,8 @@ namespace kite::cpu::sgemm::detail {
 
 bool cpu_supports_avx512f() { return false; }
 void block_kernel_avx512(int, int, int64_t, const float*, const float*, const float* const*, int64_t,
-                         float*, int64_t, int64_t, int64_t, const float*, bool, const Epilogue*) {}
+                         int64_t, float*, int64_t, int64_t, int64_t, const float*, bool,
+                         const Epilogue*) {}
 int64_t pack_a_panel_avx512(const float*, int64_t, int64_t, float, float*) { return 0; }
 void gemv_panels_avx512(int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t,
                         float*, int64_t, const float*, bool, const Epilogue*) {}
