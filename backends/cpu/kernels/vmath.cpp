@@ -165,8 +165,11 @@ void softmax4(const float* x, float* y, int64_t n) {
 // (tests/unit/cpu_kernels_test.cpp, Vmath.*, run on each level). Clamped by
 // compares, so that NaN stays NaN.
 __attribute__((target("avx512f,fma"))) __m512 exp16(__m512 y) {
-  y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(y, _mm512_set1_ps(88.0f), _CMP_GT_OQ), _mm512_set1_ps(88.0f));
-  y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(y, _mm512_set1_ps(-87.0f), _CMP_LT_OQ), _mm512_set1_ps(-87.0f));
+  // (Masked forms with all-ones masks: see reciprocal16.) min_ps(c, y) is
+  // c < y ? c : y, so a NaN y passes; the clamp keeps n in [-126, 127].
+  constexpr __mmask16 kAll = 0xFFFF;
+  y = _mm512_maskz_min_ps(kAll, _mm512_set1_ps(88.0f), y);
+  y = _mm512_maskz_max_ps(kAll, _mm512_set1_ps(-87.0f), y);
   const __m512 shifter = _mm512_set1_ps(12582912.0f);
   const __m512 t = _mm512_fmadd_ps(y, _mm512_set1_ps(1.44269504088896341f), shifter);
   const __m512 n = _mm512_sub_ps(t, shifter);
@@ -180,11 +183,9 @@ __attribute__((target("avx512f,fma"))) __m512 exp16(__m512 y) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  const __m512i bits = _mm512_maskz_slli_epi32(
-      0xffff,
-      _mm512_add_epi32(_mm512_sub_epi32(_mm512_castps_si512(t), _mm512_castps_si512(shifter)), _mm512_set1_epi32(127)),
-      23);
-  return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+  // p * 2^n in one instruction (n is a whole number in [-126, 127], so
+  // exactly the product with the float 2^n that exp4 builds from bits).
+  return _mm512_maskz_scalef_ps(kAll, p, n);
 }
 
 // 1 / d for d >= 1: the 14-bit estimate and one Newton step, r + r (1 - d
@@ -194,10 +195,13 @@ __attribute__((target("avx512f,fma"))) __m512 exp16(__m512 y) {
 // gelu's bounds are stated only where the exact value is a normal float).
 // (Masked forms with all-ones masks: the plain ones pass an undefined
 // operand that GCC 12 warns about. An infinite d has the estimate 0, kept:
-// the Newton step would make inf * 0 a NaN.)
+// the Newton step would make inf * 0 a NaN; a caller whose d is never
+// infinite, as sigmoid's 1 + exp16(-x) <= 1 + e^88, skips that check.)
+template <bool MayBeInfinite>
 __attribute__((target("avx512f,fma"))) __m512 reciprocal16(__m512 d) {
   const __m512 r = _mm512_maskz_rcp14_ps(0xFFFF, d);
   const __m512 refined = _mm512_fmadd_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(1.0f)), r);
+  if constexpr (!MayBeInfinite) return refined;
   return _mm512_mask_mov_ps(refined, _mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_EQ_OQ), r);
 }
 
@@ -208,7 +212,7 @@ __attribute__((target("avx512f,fma"))) __m512 reciprocal16(__m512 d) {
 // each level), and on one machine every element gets the same bits.
 __attribute__((target("avx512f,fma"))) __m512 sigmoid16(__m512 x, bool times_x) {
   const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), x));
-  const __m512 s = reciprocal16(_mm512_add_ps(_mm512_set1_ps(1.0f), e));
+  const __m512 s = reciprocal16<false>(_mm512_add_ps(_mm512_set1_ps(1.0f), e));
   return times_x ? _mm512_mul_ps(x, s) : s;
 }
 
@@ -217,7 +221,7 @@ __attribute__((target("avx512f,fma"))) __m512 gelu16(__m512 x) {
   const __m512 z = _mm512_mul_ps(x, _mm512_set1_ps(0.7071067811865476f));
   const __mmask16 negative = _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_LT_OQ);
   const __m512 az = _mm512_mask_sub_ps(z, negative, _mm512_setzero_ps(), z);
-  const __m512 t = reciprocal16(_mm512_fmadd_ps(_mm512_set1_ps(kErfP), az, _mm512_set1_ps(1.0f)));
+  const __m512 t = reciprocal16<true>(_mm512_fmadd_ps(_mm512_set1_ps(kErfP), az, _mm512_set1_ps(1.0f)));
   __m512 poly = _mm512_set1_ps(kErfA5);
   poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(kErfA4));
   poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(kErfA3));
