@@ -958,6 +958,52 @@ TEST(Sgemm, OneColumnSplitOverThreadsMatchesOneThread) {
   }
 }
 
+// A last column alone in its 16-lane vector (n = 49 = 32 + 16 + 1, n = 17)
+// goes to the GEMV on the AVX-512 level, its column copied contiguous when
+// k <= 4096 and gathered when longer: both sides of that limit, B packed and
+// read in place (the same sums, so the same bits), with the Clip epilogue,
+// against the reference test's bound of the exact products (then clipped,
+// which only brings a value closer to its clipped exact value).
+TEST(Sgemm, LoneLastColumnOnEitherSideOfTheCopyLimit) {
+  namespace sg = kite::cpu::sgemm;
+  kite::cpu::ThreadPool pool(2);
+  for (int64_t k : {4096, 4097}) {
+    for (int64_t n : {17, 49}) {
+      const int64_t m = 13;
+      const std::vector<float> a = Random(m * k, 91), b = Random(k * n, 92), bias = Random(m, 93);
+      std::vector<float> pa(static_cast<size_t>(sg::packed_a_floats(m, k)));
+      std::vector<float> pb(static_cast<size_t>(sg::packed_b_floats(k, n)));
+      sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
+      sg::pack_b(b.data(), n, 1, k, n, pb.data(), nullptr);
+      sg::Epilogue clip;
+      clip.kind = sg::Epilogue::kClip;
+      clip.lo = -4.0f;
+      clip.hi = 4.0f;
+      std::vector<float> packed(static_cast<size_t>(m * n)), direct(packed.size());
+      sg::gemm_packed(m, n, k, pa.data(), pb.data(), packed.data(), n, bias.data(), false, &pool, &clip);
+      if (sg::gemm_direct_b(m, n, k, pa.data(), b.data(), n, direct.data(), n, bias.data(), false, &pool,
+                            &clip)) {
+        ASSERT_EQ(std::memcmp(direct.data(), packed.data(), packed.size() * sizeof(float)), 0)
+            << "k " << k << " n " << n;
+      }
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double want = bias[i], mag = std::fabs(bias[i]);
+          for (int64_t p = 0; p < k; ++p) {
+            const double t = static_cast<double>(a[i * k + p]) * b[p * n + j];
+            want += t;
+            mag += std::fabs(t);
+          }
+          const double tol = (k + 2) * std::ldexp(1.0, -24) * mag;
+          want = std::min<double>(std::max<double>(want, clip.lo), clip.hi);
+          ASSERT_LE(std::fabs(packed[i * n + j] - want), tol) << "k " << k << " n " << n << " at (" << i
+                                                             << "," << j << ")";
+        }
+      }
+    }
+  }
+}
+
 // pack_a at every level against its definition, bit for bit: panel ip,
 // column p, row r holds a[(6 ip + r) * row_stride + p * col_stride] * alpha,
 // 0 past m. Rows wider than k (row_stride > k), k with and without a tail
