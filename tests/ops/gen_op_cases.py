@@ -433,10 +433,16 @@ for tag, x, perm in (("nchw_to_nhwc", (2, 3, 4, 5), [0, 2, 3, 1]),
                      ("2d", (3, 5), [1, 0]),
                      ("4d_0213", (2, 3, 4, 5), [0, 2, 1, 3]),
                      ("5d", (2, 1, 3, 2, 4), [4, 2, 0, 3, 1]),
-                     ("identity_perm", (2, 3, 4), [0, 1, 2])):
+                     ("identity_perm", (2, 3, 4), [0, 1, 2]),
+                     # Permutes that collapse to 2-D transposes of at least
+                     # 8 x 8: the CPU backend's tiles, with partial tiles
+                     # and, for the first, a batch of two.
+                     ("nchw_to_nhwc_tiles", (2, 24, 5, 7), [0, 2, 3, 1]),
+                     ("nhwc_to_nchw_tiles", (1, 6, 7, 40), [0, 3, 1, 2])):
     add(f"transpose_{tag}", "Transpose", [In("x", randn(*x))], {"perm": perm})
 add("transpose_default", "Transpose", [In("x", randn(2, 3, 4))], {})
 add("transpose_int64", "Transpose", [In("x", ints(-9, 9, 3, 4))], {"perm": [1, 0]})
+add("transpose_int64_tiles", "Transpose", [In("x", ints(-9, 9, 20, 33))], {"perm": [1, 0]})
 
 add("identity", "Identity", [In("x", randn(2, 3, 4))], {})
 add("identity_int64", "Identity", [In("x", ints(-99, 99, 5))], {})

@@ -37,6 +37,7 @@
 #include "kernels/depthwise.h"
 #include "kernels/sgemm.h"
 #include "kernels/stem.h"
+#include "kernels/transpose_tiles.h"
 #include "kernels/vmath.h"
 #include "kernels/winograd.h"
 #include "kite/abi/node.h"
@@ -1002,6 +1003,48 @@ TEST(Sgemm, LoneLastColumnOnEitherSideOfTheCopyLimit) {
       }
     }
   }
+}
+
+// transpose_tiles against its definition, exactly (it moves bytes): every
+// element size, rows and columns around the 16-wide tiles (full tiles,
+// tails, fewer than one tile), a batch with a stride wider than a matrix,
+// input columns wider than rows, on one thread and on a pool, with the
+// AVX-512 float tile and without (the portable GEMM level turns it off).
+TEST(TransposeTiles, MatchTheirDefinition) {
+  using kite::cpu::sgemm::MicroKernel;
+  kite::cpu::ThreadPool one(1), pool(3);
+  for (MicroKernel level : {MicroKernel::kPortable, MicroKernel::kAvx512}) {
+    const ForcedGemmKernel forced(level);
+    if (!forced.ok()) continue;
+    for (size_t size : {1, 2, 4, 8}) {
+      for (int64_t rows : {5, 16, 17, 49}) {
+        for (int64_t cols : {3, 16, 33}) {
+          for (int64_t batch : {1, 2}) {
+            const int64_t col_stride = rows + 3, batch_stride = cols * col_stride + 5;
+            std::vector<uint8_t> in(static_cast<size_t>(batch * batch_stride) * size);
+            for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 131 + 7);
+            for (kite::cpu::ThreadPool* p : {&one, &pool}) {
+              std::vector<uint8_t> out(static_cast<size_t>(batch * rows * cols) * size, 0xEE);
+              ASSERT_TRUE(kite::cpu::transpose_tiles(in.data(), out.data(), size, batch, batch_stride,
+                                                     rows, cols, col_stride, *p));
+              for (int64_t b = 0; b < batch; ++b) {
+                for (int64_t r = 0; r < rows; ++r) {
+                  for (int64_t c = 0; c < cols; ++c) {
+                    const size_t o = static_cast<size_t>((b * rows + r) * cols + c) * size;
+                    const size_t i = static_cast<size_t>(b * batch_stride + r + c * col_stride) * size;
+                    ASSERT_EQ(std::memcmp(&out[o], &in[i], size), 0)
+                        << "size " << size << " rows " << rows << " cols " << cols << " batch " << batch
+                        << " at (" << b << "," << r << "," << c << ")";
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_FALSE(kite::cpu::transpose_tiles(nullptr, nullptr, 3, 1, 0, 1, 1, 1, one));
 }
 
 // pack_a at every level against its definition, bit for bit: panel ip,

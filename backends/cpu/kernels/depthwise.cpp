@@ -69,43 +69,7 @@ namespace avx512 {
 #include "depthwise_impl.inc"
 #undef KITE_DW_LANES
 
-// Sixteen rows of sixteen floats transposed in registers: r[i][j] becomes
-// r[j][i]. Unpacks pair the rows' elements within 128-bit lanes, then
-// 128-bit lanes move by shuffle_f32x4: 64 shuffles for 256 floats, where a
-// gather of sixteen planes took one slow instruction per 16 floats and
-// reading a pixel of sixteen channels back took one load per float.
-inline void transpose16(__m512 r[16]) {
-  // (Masked forms with all-ones masks: the plain ones pass an undefined
-  // operand that GCC 12 warns about, as in sgemm_avx512.cpp.)
-  constexpr __mmask16 k16 = 0xFFFF;
-  constexpr __mmask8 k8 = 0xFF;
-  __m512 t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_maskz_unpacklo_ps(k16, r[i], r[i + 1]);      // per 128-bit lane: a0 b0 a1 b1
-    t[i + 1] = _mm512_maskz_unpackhi_ps(k16, r[i], r[i + 1]);  // a2 b2 a3 b3
-  }
-  for (int i = 0; i < 16; i += 4) {
-    const __m512d t0 = _mm512_castps_pd(t[i]), t1 = _mm512_castps_pd(t[i + 1]);
-    const __m512d t2 = _mm512_castps_pd(t[i + 2]), t3 = _mm512_castps_pd(t[i + 3]);
-    // r[i + e], lane L: element 4L + e of rows i .. i + 3.
-    r[i] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(k8, t0, t2));
-    r[i + 1] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(k8, t0, t2));
-    r[i + 2] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(k8, t1, t3));
-    r[i + 3] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(k8, t1, t3));
-  }
-  for (int e = 0; e < 4; ++e) {
-    // Lanes 0 and 2 (even) or 1 and 3 (odd) of rows 0-3 then 4-7, and of 8-15.
-    const __m512 lo_even = _mm512_maskz_shuffle_f32x4(k16, r[e], r[4 + e], 0x88);
-    const __m512 lo_odd = _mm512_maskz_shuffle_f32x4(k16, r[e], r[4 + e], 0xDD);
-    const __m512 hi_even = _mm512_maskz_shuffle_f32x4(k16, r[8 + e], r[12 + e], 0x88);
-    const __m512 hi_odd = _mm512_maskz_shuffle_f32x4(k16, r[8 + e], r[12 + e], 0xDD);
-    t[e] = _mm512_maskz_shuffle_f32x4(k16, lo_even, hi_even, 0x88);       // element e
-    t[8 + e] = _mm512_maskz_shuffle_f32x4(k16, lo_even, hi_even, 0xDD);   // element 8 + e
-    t[4 + e] = _mm512_maskz_shuffle_f32x4(k16, lo_odd, hi_odd, 0x88);     // element 4 + e
-    t[12 + e] = _mm512_maskz_shuffle_f32x4(k16, lo_odd, hi_odd, 0xDD);    // element 12 + e
-  }
-  for (int i = 0; i < 16; ++i) r[i] = t[i];
-}
+#include "transpose16.inc"
 
 inline __mmask16 first_lanes(int64_t n) {
   return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);

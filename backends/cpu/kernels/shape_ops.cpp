@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "kernels.h"
+#include "transpose_tiles.h"
 
 namespace kite::cpu {
 namespace {
@@ -132,6 +133,17 @@ void transpose(const T* in, T* out, const Shape& dims, const Shape& in_strides,
   const int nd = static_cast<int>(dims.size());
   const int64_t inner = dims[nd - 1];
   const int64_t inner_stride = in_strides[nd - 1];
+  // The last two output dims a 2-D transpose of the input (rows contiguous
+  // in it), under at most one batch dim: tiles.
+  if (nd >= 2 && nd <= 3 && in_strides[nd - 2] == 1 && inner_stride > 1 && dims[nd - 2] >= 8 &&
+      inner >= 8) {
+    const int64_t batch = nd == 3 ? dims[0] : 1;
+    const int64_t batch_stride = nd == 3 ? in_strides[0] : 0;
+    if (transpose_tiles(in, out, sizeof(T), batch, batch_stride, dims[nd - 2], inner, inner_stride,
+                        pool)) {
+      return;
+    }
+  }
   const int64_t rows = product(dims, 0, static_cast<size_t>(nd - 1));
   pool.parallel_for(rows, rows_per_chunk(inner, 8192), [&](int64_t begin, int64_t end) {
     int64_t index[KITE_MAX_RANK] = {};
