@@ -35,17 +35,25 @@ bool cpu_supports_avx512f() {
 
 }  // namespace kite::cpu::sgemm::detail
 
+// (prfchw: PREFETCHW, which every AVX-512 processor has; one without it
+// runs the opcode as a no-op.)
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx512f,fma,prfchw"))), apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx512f,fma")
+#pragma GCC target("avx512f,fma,prfchw")
 #endif
 
 namespace kite::cpu::sgemm::detail {
 namespace {
 
 static_assert(kMR == 6 && kNR == 8, "the AVX-512 kernel is written for 6x8 panels");
+// How far ahead (floats) each row of C is prefetched for writing as the
+// block stores it: the row's part four strips of 32 columns on. Without it,
+// large outputs waited on the reads for ownership of each line at the
+// store (Zen 4, 1 thread: mobilenet_v2's 16 -> 96 layer on 112x112, 4.8 MB
+// out, 0.69 -> 0.56 ms; unet_small 0.93x; 2 strips ahead and 8 no better).
+constexpr int64_t kStorePrefetch = 128;
 
 // Row p of two B panels side by side: columns 0-7 from lo, 8-15 from hi.
 inline __m512 load_pair(const float* lo, const float* hi) {
@@ -151,6 +159,10 @@ void block(int64_t kc, const float* a0, const float* a1, const float* const* b, 
         }
       }
       _mm512_mask_storeu_ps(cr + 16 * z, m, v);
+    }
+    if (NZ == 2 && cols == 32) {  // a full strip: more may follow
+      _mm_prefetch(reinterpret_cast<const char*>(cr + kStorePrefetch), _MM_HINT_ET0);
+      _mm_prefetch(reinterpret_cast<const char*>(cr + kStorePrefetch + 16), _MM_HINT_ET0);
     }
   }
 }
