@@ -1575,7 +1575,7 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{1, 1, 9, 1, {23, 37}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, "", true},
         ConvCase{2, 4, 16, 1, {31, 100}, {3, 3}, {2, 2}, {1, 1}, {1, 0, 0, 1}, "", false},
         // Depthwise sixteen channels a task on AVX-512 (depthwise::Channels,
-        // planes whose padded buffer fits kChannelMaxScratch): channel
+        // bands of output rows within kChannelBandFloats): channel
         // tails, rows of 8 outputs and row tails of 1 to 7, stride 2 and
         // mixed strides, 5x5 and 7x7 kernels, uneven pads, planes whose
         // pixel count is not a multiple of 16 (the transposes' tails).
@@ -1585,8 +1585,11 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{1, 18, 18, 18, {7, 7}, {7, 7}, {1, 1}, {1, 1}, {3, 3, 3, 3}, "", true},
         ConvCase{1, 33, 33, 33, {29, 30}, {7, 7}, {1, 1}, {1, 1}, {3, 3, 3, 3}, "", false},
         ConvCase{1, 24, 24, 24, {57, 55}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 1, 1}, "", true},
-        // Past the buffer's limit: the per-plane kernel.
-        ConvCase{1, 5, 5, 5, {130, 121}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "", true}
+        // Nine bands of 16 output rows and a last one of 2 (band_rows).
+        ConvCase{1, 5, 5, 5, {130, 121}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "", true},
+        // Rows so wide that one row's band is past the limit: the
+        // per-plane kernel.
+        ConvCase{1, 3, 3, 3, {4, 1500}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, "", true}
         ));
 
 // ---------------------------------------------------------------------------

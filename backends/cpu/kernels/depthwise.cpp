@@ -108,43 +108,12 @@ void pixels(const Channels& c, const float* base, int64_t row, int64_t sx, const
   for (int q = 0; q < Q; ++q) _mm512_storeu_ps(o + q * 16, finish(c, acc[q]));
 }
 
-// Padded input rows of wp vectors (one channel per lane), then the output.
+// Bands of output rows (band_rows(c) at a time): the band's padded input
+// rows as wp vectors each (one channel per lane), then its output rows,
+// then those back to the planes.
 void channels(const Channels& c, float* scratch) {
-  const int64_t hp = padded_rows(c), wp = padded_cols(c);
-  float* t = scratch;                 // hp x wp x 16
-  float* o = scratch + hp * wp * 16;  // oh x ow x 16
+  const int64_t wp = padded_cols(c), band = band_rows(c);
   const __m512 zero = _mm512_setzero_ps();
-  // The padding: whole rows above and below the plane, columns left and
-  // right of it (the plane's pixels are all written below).
-  auto zero_span = [&](int64_t y, int64_t x0, int64_t x1) {
-    for (int64_t x = x0; x < x1; ++x) _mm512_storeu_ps(t + (y * wp + x) * 16, zero);
-  };
-  for (int64_t y = 0; y < hp; ++y) {
-    if (y < c.pad_h || y >= c.pad_h + c.h) {
-      zero_span(y, 0, wp);
-    } else {
-      zero_span(y, 0, c.pad_w);
-      zero_span(y, c.pad_w + c.w, wp);
-    }
-  }
-  // Sixteen pixels of the sixteen planes at a time (a plane is contiguous,
-  // so rows need not be whole), transposed to sixteen pixel vectors, each
-  // stored at its padded place. Lanes past count stay zero.
-  const int64_t in_pixels = c.h * c.w;
-  int64_t y = 0, x = 0;
-  for (int64_t i = 0; i < in_pixels; i += 16) {
-    const int64_t n = std::min<int64_t>(16, in_pixels - i);
-    const __mmask16 m = first_lanes(n);
-    __m512 r[16];
-    for (int64_t l = 0; l < 16; ++l) {
-      r[l] = l < c.count ? _mm512_maskz_loadu_ps(m, c.in + l * c.in_stride + i) : zero;
-    }
-    transpose16(r);
-    for (int64_t j = 0; j < n; ++j) {
-      _mm512_storeu_ps(t + ((y + c.pad_h) * wp + x + c.pad_w) * 16, r[j]);
-      if (++x == c.w) x = 0, ++y;
-    }
-  }
   const int64_t taps = c.kh * c.kw;
   __m512 wv[kChannelMaxTaps];
   for (int64_t k = 0; k < taps; ++k) {
@@ -158,37 +127,76 @@ void channels(const Channels& c, float* scratch) {
   }
   const __m512 bias = _mm512_load_ps(bias_lanes);
   const int64_t sx = c.stride_w * 16, row = wp * 16;
-  for (int64_t oy = 0; oy < c.oh; ++oy) {
-    float* orow = o + oy * c.ow * 16;
-    const float* base = t + oy * c.stride_h * row;
-    int64_t ox = 0;
-    // Eight output pixels at a time, eight accumulator chains; the row's
-    // tail as one block of fewer (a 7-pixel row is one block of 7, not
-    // seven chains that wait on their own FMAs).
-    for (; ox + 8 <= c.ow; ox += 8) pixels<8>(c, base + ox * sx, row, sx, wv, bias, orow + ox * 16);
-    const float* b = base + ox * sx;
-    float* d = orow + ox * 16;
-    switch (c.ow - ox) {
-      case 7: pixels<7>(c, b, row, sx, wv, bias, d); break;
-      case 6: pixels<6>(c, b, row, sx, wv, bias, d); break;
-      case 5: pixels<5>(c, b, row, sx, wv, bias, d); break;
-      case 4: pixels<4>(c, b, row, sx, wv, bias, d); break;
-      case 3: pixels<3>(c, b, row, sx, wv, bias, d); break;
-      case 2: pixels<2>(c, b, row, sx, wv, bias, d); break;
-      case 1: pixels<1>(c, b, row, sx, wv, bias, d); break;
-      default: break;
+  for (int64_t oy0 = 0; oy0 < c.oh; oy0 += band) {
+    const int64_t oy1 = std::min(c.oh, oy0 + band);
+    // Padded rows [py0, py1) hold every window of the band.
+    const int64_t py0 = oy0 * c.stride_h, py1 = (oy1 - 1) * c.stride_h + c.kh;
+    float* t = scratch;                       // (py1 - py0) x wp x 16
+    float* o = scratch + (py1 - py0) * row;   // (oy1 - oy0) x ow x 16
+    // The padding: whole rows above and below the plane, columns left and
+    // right of it (the plane's pixels are all written below).
+    auto zero_span = [&](int64_t y, int64_t x0, int64_t x1) {
+      for (int64_t x = x0; x < x1; ++x) _mm512_storeu_ps(t + (y * wp + x) * 16, zero);
+    };
+    for (int64_t py = py0; py < py1; ++py) {
+      if (py < c.pad_h || py >= c.pad_h + c.h) {
+        zero_span(py - py0, 0, wp);
+      } else {
+        zero_span(py - py0, 0, c.pad_w);
+        zero_span(py - py0, c.pad_w + c.w, wp);
+      }
     }
-  }
-  // Back to the planes: sixteen pixel vectors transposed to sixteen
-  // channel rows of sixteen pixels.
-  const int64_t out_pixels = c.oh * c.ow;
-  for (int64_t i = 0; i < out_pixels; i += 16) {
-    const int64_t n = std::min<int64_t>(16, out_pixels - i);
-    __m512 r[16];
-    for (int64_t j = 0; j < 16; ++j) r[j] = j < n ? _mm512_loadu_ps(o + (i + j) * 16) : zero;
-    transpose16(r);
-    const __mmask16 m = first_lanes(n);
-    for (int64_t l = 0; l < c.count; ++l) _mm512_mask_storeu_ps(c.out + l * c.out_stride + i, m, r[l]);
+    // The band's input rows [y0, y1), sixteen pixels of the sixteen planes
+    // at a time (a plane is contiguous, so rows need not be whole),
+    // transposed to sixteen pixel vectors, each stored at its padded place.
+    // Lanes past count stay zero.
+    const int64_t y0 = std::max<int64_t>(0, py0 - c.pad_h), y1 = std::min(c.h, py1 - c.pad_h);
+    int64_t y = y0, x = 0;
+    for (int64_t i = y0 * c.w; i < y1 * c.w; i += 16) {
+      const int64_t n = std::min<int64_t>(16, y1 * c.w - i);
+      const __mmask16 m = first_lanes(n);
+      __m512 r[16];
+      for (int64_t l = 0; l < 16; ++l) {
+        r[l] = l < c.count ? _mm512_maskz_loadu_ps(m, c.in + l * c.in_stride + i) : zero;
+      }
+      transpose16(r);
+      for (int64_t j = 0; j < n; ++j) {
+        _mm512_storeu_ps(t + ((y + c.pad_h - py0) * wp + x + c.pad_w) * 16, r[j]);
+        if (++x == c.w) x = 0, ++y;
+      }
+    }
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+      float* orow = o + (oy - oy0) * c.ow * 16;
+      const float* base = t + (oy * c.stride_h - py0) * row;
+      int64_t ox = 0;
+      // Eight output pixels at a time, eight accumulator chains; the row's
+      // tail as one block of fewer (a 7-pixel row is one block of 7, not
+      // seven chains that wait on their own FMAs).
+      for (; ox + 8 <= c.ow; ox += 8) pixels<8>(c, base + ox * sx, row, sx, wv, bias, orow + ox * 16);
+      const float* b = base + ox * sx;
+      float* d = orow + ox * 16;
+      switch (c.ow - ox) {
+        case 7: pixels<7>(c, b, row, sx, wv, bias, d); break;
+        case 6: pixels<6>(c, b, row, sx, wv, bias, d); break;
+        case 5: pixels<5>(c, b, row, sx, wv, bias, d); break;
+        case 4: pixels<4>(c, b, row, sx, wv, bias, d); break;
+        case 3: pixels<3>(c, b, row, sx, wv, bias, d); break;
+        case 2: pixels<2>(c, b, row, sx, wv, bias, d); break;
+        case 1: pixels<1>(c, b, row, sx, wv, bias, d); break;
+        default: break;
+      }
+    }
+    // Back to the planes: sixteen pixel vectors transposed to sixteen
+    // channel rows of sixteen pixels.
+    const int64_t out0 = oy0 * c.ow, out1 = oy1 * c.ow;
+    for (int64_t i = out0; i < out1; i += 16) {
+      const int64_t n = std::min<int64_t>(16, out1 - i);
+      __m512 r[16];
+      for (int64_t j = 0; j < 16; ++j) r[j] = j < n ? _mm512_loadu_ps(o + (i - out0 + j) * 16) : zero;
+      transpose16(r);
+      const __mmask16 m = first_lanes(n);
+      for (int64_t l = 0; l < c.count; ++l) _mm512_mask_storeu_ps(c.out + l * c.out_stride + i, m, r[l]);
+    }
   }
 }
 }  // namespace avx512
@@ -219,21 +227,34 @@ void run_plane(const Plane& p, float* scratch) {
   }
 }
 
+int64_t band_floats(const Channels& c, int64_t rows) {
+  return (((rows - 1) * c.stride_h + c.kh) * padded_cols(c) + rows * c.ow) * kChannelLanes;
+}
+
+int64_t band_rows(const Channels& c) {
+  if (c.oh <= 1) return 1;
+  // The most rows within kChannelBandFloats (band_floats grows with rows).
+  const int64_t per_row = (c.stride_h * padded_cols(c) + c.ow) * kChannelLanes;
+  const int64_t fixed = band_floats(c, 1) - per_row;
+  return std::max<int64_t>(1, std::min(c.oh, (kChannelBandFloats - fixed) / per_row));
+}
+
 int64_t channel_scratch_floats(int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
                                int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w) {
   Channels c{};
   c.h = h, c.w = w, c.oh = oh, c.ow = ow, c.kh = kh, c.kw = kw;
   c.stride_h = stride_h, c.stride_w = stride_w, c.pad_h = pad_h, c.pad_w = pad_w;
-  return (padded_rows(c) * padded_cols(c) + oh * ow) * kChannelLanes;
+  return band_floats(c, band_rows(c));
 }
 
 bool channels_handle(int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
                      int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
                      int64_t dilation_h, int64_t dilation_w) {
+  // Any plane whose one-row band fits the limit.
   return sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512 && dilation_h == 1 &&
          dilation_w == 1 && kh * kw <= kChannelMaxTaps &&
          channel_scratch_floats(h, w, oh, ow, kh, kw, stride_h, stride_w, pad_h, pad_w) <=
-             kChannelMaxScratch;
+             kChannelBandFloats;
 }
 
 bool run_channels(const Channels& c, float* scratch) {

@@ -65,7 +65,7 @@ void run_plane(const Plane& p, float* scratch);
 // setup (a 7x7 plane is one 16-lane vector a row, its padded copy costs
 // more than the taps), and on larger ones the per-plane kernel's row
 // blocks and padded copy cost more than two 16x16 transposes per 256
-// floats; the buffer has to stay in L2 (kChannelMaxScratch).
+// floats; the buffer stays in L2 (kChannelBandFloats).
 struct Channels {
   const float* in;  // count planes of H x W, in_stride floats apart
   int64_t in_stride, h, w;
@@ -79,24 +79,27 @@ struct Channels {
   float lo = 0.0f, hi = 0.0f;
 };
 constexpr int64_t kChannelLanes = 16;
-// The padded buffer's rows and columns: every window inside.
-inline int64_t padded_rows(const Channels& c) {
-  return std::max(c.pad_h + c.h, (c.oh - 1) * c.stride_h + c.kh);
-}
+// The padded buffer's columns: every window inside.
 inline int64_t padded_cols(const Channels& c) {
   return std::max(c.pad_w + c.w, (c.ow - 1) * c.stride_w + c.kw);
 }
-// The buffer's limit, in floats (1 MiB). Measured on an AMD EPYC (Zen 4),
-// 1 thread, mobilenet_v2: the 96-channel 112x112 stride-2 layer (254K
-// floats) 0.42 -> 0.28 ms against the per-plane kernel; the 32-channel
-// 112x112 stride-1 layer (408K floats) gained nothing.
-constexpr int64_t kChannelMaxScratch = 256 * 1024;
+// The buffer holds a band of output rows at a time, its padded input rows
+// and its output rows, at most this many floats (256 KiB, a quarter of Zen
+// 4's L2), so the planes stream through it. Measured on an AMD EPYC (Zen
+// 4), 1 thread, mobilenet_v2: the 32-channel 112x112 stride-1 layer, by
+// planes before (its whole-plane buffer was 1.6 MiB), 0.29 -> 0.25 ms; the
+// 96-channel 112x112 stride-2 one 0.42 ms by planes, 0.28 as one 1 MiB
+// band and the same in bands; 128 KiB and 512 KiB bands measured the same.
+constexpr int64_t kChannelBandFloats = 64 * 1024;
 constexpr int64_t kChannelMaxTaps = 64;  // kernels up to 8x8
+// A band's floats for rows output rows, and the rows of a band.
+int64_t band_floats(const Channels& c, int64_t rows);
+int64_t band_rows(const Channels& c);
 // Floats of scratch run_channels needs.
 int64_t channel_scratch_floats(int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
                                int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w);
 // Whether run_channels takes this geometry on this process's level (no
-// dilation; any stride and padding; the buffer within kChannelMaxScratch).
+// dilation; any stride and padding; a one-row band within kChannelBandFloats).
 bool channels_handle(int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
                      int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
                      int64_t dilation_h, int64_t dilation_w);
