@@ -34,6 +34,7 @@
 
 #include "cpu_backend.h"
 #include "kernel.h"
+#include "kernels/common.h"
 #include "kernels/depthwise.h"
 #include "kernels/sgemm.h"
 #include "kernels/stem.h"
@@ -825,6 +826,45 @@ TEST(Vmath, SoftmaxWithinItsStatedBound) {
 
 TEST(Vmath, GeluWithinItsStatedBound) {
   on_every_level(check_gelu_bound);
+}
+
+// The normalisations' row statistics and scaling (common.h: scalar, NEON
+// or AVX-512 by level) against double references: the mean and 1 /
+// sqrt(var + eps) are double computations rounded to float once, so within
+// 1 ulp of the reference's float (the summation order moves the double
+// result by ~n 2^-53, far below a float ulp, except at a rounding tie);
+// normalize_row is (x - mean) * inv * scale + bias with a rounding per
+// operation (a fused multiply-add on NEON), within 3 float ulps of |y| plus
+// the cancellation of (x - mean) * inv * scale against bias, bounded by
+// 2^-23 (|bias| + |(x - mean) inv scale|). Lengths around the 4- and
+// 16-lane steps, a shifted mean (cancellation in the variance), y = x.
+void check_norm_rows(const char*) {
+  for (int64_t n : {1, 3, 15, 16, 17, 33, 96, 100}) {
+    std::vector<float> x = Random(n, static_cast<uint32_t>(n) + 300, 99.0f, 101.0f);
+    const std::vector<float> scale = Random(n, 401), bias = Random(n, 402);
+    double mean = 0.0, sq = 0.0;
+    for (float v : x) mean += v;
+    mean /= static_cast<double>(n);
+    for (float v : x) sq += (v - mean) * (v - mean);
+    const float eps = 1e-5f;
+    const double inv = 1.0 / std::sqrt(sq / static_cast<double>(n) + eps);
+    float got_mean = 0.0f, got_inv = 0.0f;
+    kite::cpu::moments(x.data(), n, eps, &got_mean, &got_inv);
+    EXPECT_LE(std::fabs(got_mean - static_cast<float>(mean)), std::ldexp(std::fabs(mean), -23)) << "n " << n;
+    EXPECT_LE(std::fabs(got_inv - static_cast<float>(inv)), std::ldexp(inv, -23)) << "n " << n;
+    std::vector<float> y = x;
+    kite::cpu::normalize_row(y.data(), n, got_mean, got_inv, scale.data(), bias.data(), y.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const double t = (static_cast<double>(x[i]) - got_mean) * got_inv * scale[i];
+      const double want = t + bias[i];
+      const double tol = std::ldexp(3.0 * std::fabs(want) + std::fabs(t) + std::fabs(bias[i]), -23) + 1e-30;
+      ASSERT_LE(std::fabs(y[i] - want), tol) << "n " << n << " at " << i;
+    }
+  }
+}
+
+TEST(NormRows, MomentsAndScalingMatchDoubleReferences) {
+  on_every_level(check_norm_rows);
 }
 
 // vmath::hard_sigmoid has the scalar formula's bits on every level

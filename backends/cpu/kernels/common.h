@@ -14,6 +14,7 @@
 #include "kernel.h"
 #include "kite/ops/half.h"
 #include "kite/ops/resolve.h"
+#include "norm_avx512.h"
 #include "norm_neon.h"
 
 namespace kite::cpu {
@@ -177,6 +178,7 @@ inline void moments(const float* x, int64_t n, float epsilon, float* mean_out, f
 #if defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
   neon::moments(x, n, epsilon, mean_out, inv_out);  // norm_neon.cpp
 #else
+  if (avx512::moments(x, n, epsilon, mean_out, inv_out)) return;  // norm_avx512.cpp
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) sum += x[i];
   const double mean = n > 0 ? sum / static_cast<double>(n) : 0.0;
@@ -195,6 +197,7 @@ inline void normalize_row(const float* x, int64_t n, float mean, float inv, cons
 #if defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
   neon::normalize_row(x, n, mean, inv, scale, bias, y);  // norm_neon.cpp
 #else
+  if (avx512::normalize_row(x, n, mean, inv, scale, bias, y)) return;  // norm_avx512.cpp
   if (bias) {
     for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * scale[i] + bias[i];
   } else {

@@ -1,0 +1,105 @@
+// The normalisations' rows with AVX-512F. The scalar loops summed in double
+// one element after another, each addition waiting on the last (about four
+// cycles a float): convnext_tiny's 23 LayerNormalizations over 96-768
+// channels took 2.2 ns a float, 6 ms of the run on Zen 4.
+#include "norm_avx512.h"
+
+#include <cmath>
+
+#include "sgemm.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+namespace kite::cpu::avx512 {
+namespace {
+
+bool available() { return sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512; }
+
+inline __mmask16 lanes_left(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// (Masked forms with all-ones masks throughout: the plain ones pass an
+// undefined operand that GCC 12 warns about, as in sgemm_avx512.cpp.)
+template <int Half>
+__attribute__((target("avx512f"))) inline __m512d widen(__m512 v) {
+  return _mm512_maskz_cvtps_pd(
+      0xFF, _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(v), Half)));
+}
+__attribute__((target("avx512f"))) inline __m512d low_half(__m512 v) { return widen<0>(v); }
+__attribute__((target("avx512f"))) inline __m512d high_half(__m512 v) { return widen<1>(v); }
+__attribute__((target("avx512f"))) inline double sum_of(__m512d a, __m512d b) {
+  alignas(64) double lanes[8];
+  _mm512_store_pd(lanes, _mm512_maskz_add_pd(0xFF, a, b));
+  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
+__attribute__((target("avx512f"))) void moments_avx512(const float* x, int64_t n, float epsilon,
+                                                       float* mean_out, float* inv_out) {
+  __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 v = _mm512_maskz_loadu_ps(lanes_left(n - i), x + i);  // zeros past n add nothing
+    s0 = _mm512_maskz_add_pd(0xFF, s0, low_half(v));
+    s1 = _mm512_maskz_add_pd(0xFF, s1, high_half(v));
+  }
+  const double mean = n > 0 ? sum_of(s0, s1) / static_cast<double>(n) : 0.0;
+  const __m512d m = _mm512_set1_pd(mean);
+  __m512d q0 = _mm512_setzero_pd(), q1 = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = lanes_left(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(k, x + i);
+    // Lanes past n: d = 0 (masked subtraction), so they add nothing.
+    const __m512d d0 = _mm512_maskz_sub_pd(static_cast<__mmask8>(k), low_half(v), m);
+    const __m512d d1 = _mm512_maskz_sub_pd(static_cast<__mmask8>(k >> 8), high_half(v), m);
+    q0 = _mm512_maskz_add_pd(0xFF, q0, _mm512_maskz_mul_pd(0xFF, d0, d0));
+    q1 = _mm512_maskz_add_pd(0xFF, q1, _mm512_maskz_mul_pd(0xFF, d1, d1));
+  }
+  const double var = n > 0 ? sum_of(q0, q1) / static_cast<double>(n) : 0.0;
+  *mean_out = static_cast<float>(mean);
+  *inv_out = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(epsilon)));
+}
+
+// avx512f alone: without FMA in the target the multiply and add stay two
+// roundings, the scalar formula's.
+__attribute__((target("avx512f"))) void normalize_avx512(const float* x, int64_t n, float mean,
+                                                         float inv, const float* scale,
+                                                         const float* bias, float* y) {
+  constexpr __mmask16 kAll = 0xFFFF;
+  const __m512 m = _mm512_set1_ps(mean), s = _mm512_set1_ps(inv);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 k = lanes_left(n - i);
+    __m512 t = _mm512_maskz_mul_ps(kAll, _mm512_maskz_sub_ps(kAll, _mm512_maskz_loadu_ps(k, x + i), m), s);
+    t = _mm512_maskz_mul_ps(kAll, t, _mm512_maskz_loadu_ps(k, scale + i));
+    if (bias) t = _mm512_maskz_add_ps(kAll, t, _mm512_maskz_loadu_ps(k, bias + i));
+    _mm512_mask_storeu_ps(y + i, k, t);
+  }
+}
+
+}  // namespace
+
+bool moments(const float* x, int64_t n, float epsilon, float* mean_out, float* inv_out) {
+  if (!available()) return false;
+  moments_avx512(x, n, epsilon, mean_out, inv_out);
+  return true;
+}
+
+bool normalize_row(const float* x, int64_t n, float mean, float inv, const float* scale,
+                   const float* bias, float* y) {
+  if (!available()) return false;
+  normalize_avx512(x, n, mean, inv, scale, bias, y);
+  return true;
+}
+
+}  // namespace kite::cpu::avx512
+
+#else
+
+namespace kite::cpu::avx512 {
+bool moments(const float*, int64_t, float, float*, float*) { return false; }
+bool normalize_row(const float*, int64_t, float, float, const float*, const float*, float*) {
+  return false;
+}
+}  // namespace kite::cpu::avx512
+
+#endif
