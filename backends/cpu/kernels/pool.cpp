@@ -10,12 +10,62 @@
 #include "common.h"
 #include "kernels.h"
 
+#include "sgemm.h"
+
 #if defined(__SSE2__)
 #include <immintrin.h>
 #endif
 
 namespace kite::cpu {
 namespace {
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define KITE_POOL_AVX512 1
+// max_rows_separable's two steps sixteen lanes at a time (AVX-512F, chosen
+// at run time with the GEMM's level). max_ps(v, m) is v > m ? v : m: the
+// fold m = m < v ? v : m exactly (a NaN v leaves m, a tie keeps m).
+// (Masked forms with all-ones masks: the plain ones pass an undefined
+// operand that GCC 12 warns about, as in sgemm_avx512.cpp.)
+// mid[0 .. w) = max over the rows, mid starting at -inf.
+__attribute__((target("avx512f"))) void max_down_avx512(const float* const* rows, int64_t count,
+                                                        int64_t w, float* mid) {
+  constexpr __mmask16 kAll = 0xFFFF;
+  for (int64_t i = 0; i < w; i += 16) {
+    const __mmask16 k = w - i >= 16 ? kAll : static_cast<__mmask16>((1u << (w - i)) - 1u);
+    __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    for (int64_t r = 0; r < count; ++r) m = _mm512_maskz_max_ps(kAll, _mm512_maskz_loadu_ps(k, rows[r] + i), m);
+    _mm512_mask_storeu_ps(mid + i, k, m);
+  }
+}
+// out[o] = the fold over row[o s .. o s + kw) for o in [0, n16), n16 the
+// whole sixteens of out_w; stride 1 (any kw) or stride 2 with kw 3. Reads
+// row up to row[(n16 - 1) s + 33]. Returns n16 (0: not this geometry).
+__attribute__((target("avx512f"))) int64_t max_across_avx512(const float* row, int64_t out_w,
+                                                             int64_t s, int64_t kw, float* out) {
+  constexpr __mmask16 kAll = 0xFFFF;
+  int64_t o = 0;
+  if (s == 1) {
+    for (; o + 16 <= out_w; o += 16) {
+      __m512 m = _mm512_loadu_ps(row + o);
+      for (int64_t t = 1; t < kw; ++t) m = _mm512_maskz_max_ps(kAll, _mm512_loadu_ps(row + o + t), m);
+      _mm512_storeu_ps(out + o, m);
+    }
+  } else if (s == 2 && kw == 3) {
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    for (; o + 16 <= out_w; o += 16) {
+      const float* r = row + 2 * o;
+      const __m512 a = _mm512_loadu_ps(r), b = _mm512_loadu_ps(r + 16);
+      const __m512 c = _mm512_loadu_ps(r + 2), d = _mm512_loadu_ps(r + 18);
+      const __m512 t0 = _mm512_maskz_permutex2var_ps(kAll, a, even, b);
+      const __m512 t1 = _mm512_maskz_permutex2var_ps(kAll, a, odd, b);
+      const __m512 t2 = _mm512_maskz_permutex2var_ps(kAll, c, even, d);
+      _mm512_storeu_ps(out + o, _mm512_maskz_max_ps(kAll, t2, _mm512_maskz_max_ps(kAll, t1, t0)));
+    }
+  }
+  return o;
+}
+#endif
 
 // Vector helpers (GCC/Clang vector extensions: SSE on x86-64's baseline,
 // NEON on arm64). Max keeps std::max's NaN rule, a < b ? b : a: a NaN
@@ -222,22 +272,42 @@ class PoolKernel : public Kernel {
     for (int64_t i = 0; i < aw.pad_begin; ++i) row[i] = kLow;
     for (int64_t i = aw.pad_begin + W; i < width + 16; ++i) row[i] = kLow;
     float* mid = row + aw.pad_begin;
+#ifdef KITE_POOL_AVX512
+    // Sixteen lanes: on squeezenet's 111x111 pools (Zen 4) the four-lane
+    // loops took twice onnxruntime's time.
+    const bool avx512 = sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512 &&
+                        ah.kernel <= 16 && (s == 1 || (s == 2 && kw == 3));
+#endif
     for (int64_t oh = 0; oh < ah.out; ++oh) {
       float* out = y + oh * OW;
-      // Down the rows, one row at a time over the whole width: max(a, b)
-      // = a < b ? b : a from -inf, the rows_plane fold (a NaN sample never
-      // replaces the running value).
-      for (int64_t i = 0; i < W; ++i) mid[i] = kLow;
-      for (int64_t th = ah.lo[oh]; th < ah.hi[oh]; ++th) {
-        const float* src = x + (ah.start[oh] + th * ah.dilation) * W;
-        int64_t iw = 0;
-#ifdef KITE_POOL_VECTOR
-        for (; iw + 4 <= W; iw += 4) store4(mid + iw, max4(load4(mid + iw), load4(src + iw)));
-#endif
-        for (; iw < W; ++iw) mid[iw] = std::max(mid[iw], src[iw]);
-      }
-      // Across: output o's window is row[o * s .. o * s + kw).
+      // Across (below): output o's window is row[o * s .. o * s + kw);
+      // from o on (the sixteens done on AVX-512).
       int64_t o = 0;
+#ifdef KITE_POOL_AVX512
+      if (avx512) {
+        const float* rows[16];
+        int64_t count = 0;
+        for (int64_t th = ah.lo[oh]; th < ah.hi[oh]; ++th) {
+          rows[count++] = x + (ah.start[oh] + th * ah.dilation) * W;
+        }
+        max_down_avx512(rows, count, W, mid);
+        o = max_across_avx512(row, OW, s, kw, out);
+      } else
+#endif
+      {
+        // Down the rows, one row at a time over the whole width: max(a, b)
+        // = a < b ? b : a from -inf, the rows_plane fold (a NaN sample
+        // never replaces the running value).
+        for (int64_t i = 0; i < W; ++i) mid[i] = kLow;
+        for (int64_t th = ah.lo[oh]; th < ah.hi[oh]; ++th) {
+          const float* src = x + (ah.start[oh] + th * ah.dilation) * W;
+          int64_t iw = 0;
+#ifdef KITE_POOL_VECTOR
+          for (; iw + 4 <= W; iw += 4) store4(mid + iw, max4(load4(mid + iw), load4(src + iw)));
+#endif
+          for (; iw < W; ++iw) mid[iw] = std::max(mid[iw], src[iw]);
+        }
+      }
 #if defined(__SSE2__)
       if (s == 2 && kw == 3) {
         // Even, odd and even-from-2 columns by shufps; maxps(b, a) is
