@@ -22,7 +22,7 @@ void apply_sigmoid(float* y, int64_t rows, int64_t n, const float* bias, ThreadP
   pool.parallel_for(rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       float* row = y + r * n;
-      for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
+      vmath::add(row, bias, row, n);
       vmath::sigmoid(row, row, n, silu);
     }
   });
@@ -40,7 +40,7 @@ void apply_hard_sigmoid(float* y, int64_t rows, int64_t n, const float* bias, Th
   pool.parallel_for(rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       float* row = y + r * n;
-      for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
+      vmath::add(row, bias, row, n);
       vmath::hard_sigmoid(row, row, n, alpha, beta, times_x);
     }
   });
@@ -57,13 +57,14 @@ void apply_gelu(float* y, int64_t rows, int64_t n, const float* bias, ThreadPool
   pool.parallel_for(rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       float* row = y + r * n;
-      for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
+      vmath::add(row, bias, row, n);
       vmath::gelu(row, row, n);
     }
   });
 }
 
-template <typename F>
+// Identity: f is x -> x, so with a bias only the sum runs.
+template <bool Identity = false, typename F>
 void apply(float* y, int64_t rows, int64_t n, const float* bias, ThreadPool& pool, F f) {
   if (bias == nullptr) {
     pool.parallel_for(rows * n, 16384, [&](int64_t begin, int64_t end) {
@@ -74,7 +75,10 @@ void apply(float* y, int64_t rows, int64_t n, const float* bias, ThreadPool& poo
   pool.parallel_for(rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       float* row = y + r * n;
-      for (int64_t j = 0; j < n; ++j) row[j] = f(row[j] + bias[j]);
+      vmath::add(row, bias, row, n);  // the sum rounded once, as f(row[j] + bias[j])
+      if constexpr (!Identity) {
+        for (int64_t j = 0; j < n; ++j) row[j] = f(row[j]);
+      }
     }
   });
 }
@@ -86,7 +90,7 @@ void apply_activation(const Activation& act, float* y, int64_t rows, int64_t n, 
   const float alpha = act.alpha, beta = act.beta;
   switch (act.kind) {
     case Activation::kNone:
-      if (bias) apply(y, rows, n, bias, pool, [](float x) { return x; });
+      if (bias) apply<true>(y, rows, n, bias, pool, [](float x) { return x; });
       return;
     case Activation::kRelu:
       return apply(y, rows, n, bias, pool, [](float x) { return x > 0.0f ? x : 0.0f; });

@@ -274,6 +274,19 @@ __attribute__((target("avx512f,fma"))) void map16(const float* in, float* out, i
   }
 }
 
+__attribute__((target("avx512f"))) void add_avx512(const float* a, const float* b, float* out, int64_t n) {
+  constexpr __mmask16 kAll = 0xFFFF;  // (masked forms: see reciprocal16)
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(out + i, _mm512_maskz_add_ps(kAll, _mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+  }
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_maskz_add_ps(kAll, _mm512_maskz_loadu_ps(m, a + i),
+                                                          _mm512_maskz_loadu_ps(m, b + i)));
+  }
+}
+
 __attribute__((target("avx512f,fma"))) void softmax_avx512(const float* x, float* y, int64_t n) {
   __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   int64_t i = 0;
@@ -336,6 +349,16 @@ void softmax(const float* x, float* y, int64_t n) {
   const float inv = 1.0f / sum;
   for (int64_t j = 0; j < n; ++j) y[j] *= inv;
 #endif
+}
+
+void add(const float* a, const float* b, float* out, int64_t n) {
+#ifdef KITE_VMATH_AVX512
+  if (sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512) {
+    add_avx512(a, b, out, n);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
 void gelu(const float* in, float* out, int64_t n) {

@@ -40,6 +40,12 @@ void gelu(const float* in, float* out, int64_t n);
 // on every level (16 lanes on the AVX-512 level). In place is fine.
 void hard_sigmoid(const float* in, float* out, int64_t n, float alpha, float beta, bool times_x);
 
+// out[i] = a[i] + b[i] (one rounding, the scalar sum's bits; 16 lanes on
+// the AVX-512 level). out may be a or b. The fused kernels' bias rows: the
+// plain loop ran at the x86-64 baseline's four lanes at best
+// (convnext_tiny's MatMul biases, 10M floats a run).
+void add(const float* a, const float* b, float* out, int64_t n);
+
 // Softmax of n contiguous floats (y may be x): max, shifted exp, float sum,
 // scale, as the scalar loops, with exp as in sigmoid (16 lanes on the
 // AVX-512 level, else 4) and the sum in lanes. A shifted value below -87
