@@ -11,7 +11,7 @@ namespace kite::cpu::vmath {
 // in[i] * sigmoid(in[i]) (SiLU). In place is fine. exp is Cody-Waite range
 // reduction (n = round(x / ln 2), r = x - n ln 2, |r| <= ln2 / 2) and a
 // degree-7 Taylor polynomial (truncation r^8 / 8! < 6e-9 relative), scaled by
-// 2^n through the exponent bits; its argument is clamped to [-87, 88] so
+// 2^n (the exponent bits, or scalef at 16 lanes); its argument is clamped to [-87, 88] so
 // 2^n stays a normal float. Measured against double precision over
 // [-100, 100] (tests/unit/cpu_kernels_test.cpp, Vmath.*): sigmoid within
 // kSigmoidRelError of the exact value, relative, where that value is a
