@@ -999,48 +999,94 @@ TEST(Sgemm, OneColumnSplitOverThreadsMatchesOneThread) {
   }
 }
 
-// A last column alone in its 16-lane vector (n = 49 = 32 + 16 + 1, n = 17)
-// goes to the GEMV on the AVX-512 level, its column copied contiguous when
-// k <= 4096 and gathered when longer: both sides of that limit, B packed and
-// read in place (the same sums, so the same bits), with the Clip epilogue,
-// against the reference test's bound of the exact products (then clipped,
-// which only brings a value closer to its clipped exact value).
-TEST(Sgemm, LoneLastColumnOnEitherSideOfTheCopyLimit) {
+// A last column alone in its 16-lane vector (n = 17, 49 = 32 + 16 + 1) is
+// computed apart on AVX-512 (column_avx512) with the block kernel's
+// arithmetic: its bits are those the same column gets among 32 or 64
+// (where no column is alone), so a column's value does not depend on how
+// many columns share the GEMM (the memory budget splits convolutions by
+// columns and requires identical outputs). k across two and three k blocks,
+// every mode (plain, row bias, accumulate, the Clip and Relu epilogues), B
+// packed and read in place, one thread and a pool.
+TEST(Sgemm, LoneLastColumnHasTheBlockKernelsBits) {
   namespace sg = kite::cpu::sgemm;
   kite::cpu::ThreadPool pool(2);
-  for (int64_t k : {4096, 4097}) {
+  const int64_t m = 19, wide = 64;
+  for (int64_t k : {300, 513}) {
+    const std::vector<float> a = Random(m * k, 95), b = Random(k * wide, 96), bias = Random(m, 97);
+    const std::vector<float> c0 = Random(m * wide, 98);
+    std::vector<float> pa(static_cast<size_t>(sg::packed_a_floats(m, k)));
+    sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
     for (int64_t n : {17, 49}) {
-      const int64_t m = 13;
-      const std::vector<float> a = Random(m * k, 91), b = Random(k * n, 92), bias = Random(m, 93);
-      std::vector<float> pa(static_cast<size_t>(sg::packed_a_floats(m, k)));
-      std::vector<float> pb(static_cast<size_t>(sg::packed_b_floats(k, n)));
-      sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
-      sg::pack_b(b.data(), n, 1, k, n, pb.data(), nullptr);
-      sg::Epilogue clip;
-      clip.kind = sg::Epilogue::kClip;
-      clip.lo = -4.0f;
-      clip.hi = 4.0f;
-      std::vector<float> packed(static_cast<size_t>(m * n)), direct(packed.size());
-      sg::gemm_packed(m, n, k, pa.data(), pb.data(), packed.data(), n, bias.data(), false, &pool, &clip);
-      if (sg::gemm_direct_b(m, n, k, pa.data(), b.data(), n, direct.data(), n, bias.data(), false, &pool,
-                            &clip)) {
-        ASSERT_EQ(std::memcmp(direct.data(), packed.data(), packed.size() * sizeof(float)), 0)
-            << "k " << k << " n " << n;
-      }
-      for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < n; ++j) {
-          double want = bias[i], mag = std::fabs(bias[i]);
-          for (int64_t p = 0; p < k; ++p) {
-            const double t = static_cast<double>(a[i * k + p]) * b[p * n + j];
-            want += t;
-            mag += std::fabs(t);
+      const int64_t n_ref = n < 32 ? 32 : 64;
+      for (int mode = 0; mode < 5; ++mode) {  // plain, bias, accumulate, bias + Clip, Relu
+        sg::Epilogue e;
+        e.kind = mode == 3 ? sg::Epilogue::kClip : mode == 4 ? sg::Epilogue::kRelu : sg::Epilogue::kNone;
+        e.lo = -0.5f;
+        e.hi = 0.5f;
+        const float* rb = mode == 1 || mode == 3 ? bias.data() : nullptr;
+        for (kite::cpu::ThreadPool* p : {static_cast<kite::cpu::ThreadPool*>(nullptr), &pool}) {
+          // The reference: n_ref columns, C rows wide apart.
+          std::vector<float> ref = c0, got = c0;
+          if (!sg::gemm_direct_b(m, n_ref, k, pa.data(), b.data(), wide, ref.data(), wide, rb, mode == 2, p,
+                                 &e)) {
+            GTEST_SKIP() << "B read in place needs the AVX-512 level";
           }
-          const double tol = (k + 2) * std::ldexp(1.0, -24) * mag;
-          want = std::min<double>(std::max<double>(want, clip.lo), clip.hi);
-          ASSERT_LE(std::fabs(packed[i * n + j] - want), tol) << "k " << k << " n " << n << " at (" << i
-                                                             << "," << j << ")";
+          ASSERT_TRUE(sg::gemm_direct_b(m, n, k, pa.data(), b.data(), wide, got.data(), wide, rb, mode == 2, p,
+                                        &e));
+          // B packed: the same bits.
+          std::vector<float> pb(static_cast<size_t>(sg::packed_b_floats(k, n))), packed = c0;
+          sg::pack_b(b.data(), wide, 1, k, n, pb.data(), nullptr);
+          sg::gemm_packed(m, n, k, pa.data(), pb.data(), packed.data(), wide, rb, mode == 2, p, &e);
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < wide; ++j) {
+              const float want = j < n ? ref[i * wide + j] : c0[i * wide + j];
+              ASSERT_EQ(std::memcmp(&got[i * wide + j], &want, sizeof(float)), 0)
+                  << "k " << k << " n " << n << " mode " << mode << (p ? " pool" : "") << " at (" << i << ","
+                  << j << "): " << got[i * wide + j] << " vs " << want;
+              ASSERT_EQ(std::memcmp(&packed[i * wide + j], &want, sizeof(float)), 0)
+                  << "packed: k " << k << " n " << n << " mode " << mode << " at (" << i << "," << j << ")";
+            }
+          }
         }
       }
+    }
+  }
+}
+
+// One column (n = 1) from B packed (x every 8 floats) or read in place with
+// rows 3 floats apart: the GEMV copies x contiguous when k <= 4096 and
+// gathers it when longer; both sides of that limit against the reference
+// test's bound of the exact products (then clipped, which only brings a
+// value closer to its clipped exact value).
+TEST(Sgemm, OneColumnOnEitherSideOfTheCopyLimit) {
+  namespace sg = kite::cpu::sgemm;
+  for (int64_t k : {4096, 4097}) {
+    const int64_t m = 13, ldb = 3;
+    const std::vector<float> a = Random(m * k, 91), b = Random(k * ldb, 92), bias = Random(m, 93);
+    std::vector<float> pa(static_cast<size_t>(sg::packed_a_floats(m, k)));
+    std::vector<float> pb(static_cast<size_t>(sg::packed_b_floats(k, 1)));
+    sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
+    sg::pack_b(b.data(), ldb, 1, k, 1, pb.data(), nullptr);
+    sg::Epilogue clip;
+    clip.kind = sg::Epilogue::kClip;
+    clip.lo = -4.0f;
+    clip.hi = 4.0f;
+    std::vector<float> packed(static_cast<size_t>(m)), direct(packed.size());
+    sg::gemm_packed(m, 1, k, pa.data(), pb.data(), packed.data(), 1, bias.data(), false, nullptr, &clip);
+    if (sg::gemm_direct_b(m, 1, k, pa.data(), b.data(), ldb, direct.data(), 1, bias.data(), false, nullptr,
+                          &clip)) {
+      ASSERT_EQ(std::memcmp(direct.data(), packed.data(), packed.size() * sizeof(float)), 0) << "k " << k;
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      double want = bias[i], mag = std::fabs(bias[i]);
+      for (int64_t p = 0; p < k; ++p) {
+        const double t = static_cast<double>(a[i * k + p]) * b[p * ldb];
+        want += t;
+        mag += std::fabs(t);
+      }
+      const double tol = (k + 2) * std::ldexp(1.0, -24) * mag;
+      want = std::min<double>(std::max<double>(want, clip.lo), clip.hi);
+      ASSERT_LE(std::fabs(packed[i] - want), tol) << "k " << k << " row " << i;
     }
   }
 }

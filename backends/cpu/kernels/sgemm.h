@@ -110,6 +110,15 @@ void gemv_panels_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, const fl
                         const float* x, int64_t x_stride, float* y, int64_t ldy,
                         const float* row_bias, bool add, const Epilogue* epilogue);
 // AArch64 Advanced SIMD (sgemm_neon.cpp); stubs elsewhere.
+// One column of C (x(p) = x[p * x_stride], y(i) = y[i * ldy]) over row
+// panels [ip0, ip1), with the block kernel's arithmetic step for step: k in
+// blocks of kc_block, each block's FMAs in k order from zero, then + C or +
+// the row bias, then the epilogue: the bits block_kernel_avx512 gives that
+// column, so a column's value does not depend on how many columns are
+// computed with it (the memory budget's spatial splits rely on that).
+void column_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t kc_block,
+                   const float* packed_a, const float* x, int64_t x_stride, float* y, int64_t ldy,
+                   const float* row_bias, bool accumulate, const Epilogue* epilogue);
 bool cpu_has_neon();
 // Armv8.2-A extensions, detected at run time (AT_HWCAP on Linux): fp16
 // vector arithmetic (asimdhp) and the dot product (asimddp). All false off

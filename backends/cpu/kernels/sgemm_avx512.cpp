@@ -294,6 +294,85 @@ void gemv_panels_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, const fl
   }
 }
 
+namespace {
+
+// NP panels (two per vector: rows of panel 2h in lanes 0-5, of panel 2h + 1
+// in lanes 8-13) of column_avx512, one k block.
+template <int NP>
+void column_block(int64_t ip, int64_t m, int64_t k, int64_t k0, int64_t kc, const float* packed_a,
+                  const float* x, int64_t x_stride, float* y, int64_t ldy, const float* row_bias,
+                  bool add, const Epilogue* epilogue) {
+  constexpr int NV = (NP + 1) / 2;
+  __m512 acc[NV];
+  for (int v = 0; v < NV; ++v) acc[v] = _mm512_setzero_ps();
+  const float* a = packed_a + ip * k * kMR + k0 * kMR;
+  const int64_t panel = k * kMR;
+  for (int64_t p = k0; p < k0 + kc; ++p, a += kMR) {
+    const __m512 xv = _mm512_set1_ps(x[p * x_stride]);
+    for (int v = 0; v < NV; ++v) {
+      // The second panel's six rows loaded from 8 floats before them, so
+      // they land in lanes 8-13 (the masked-off lanes are not read).
+      __m512 av = _mm512_maskz_loadu_ps(0x003F, a + 2 * v * panel);
+      if (2 * v + 1 < NP) av = _mm512_mask_loadu_ps(av, 0x3F00, a + (2 * v + 1) * panel - 8);
+      acc[v] = _mm512_fmadd_ps(av, xv, acc[v]);
+    }
+  }
+  // The block kernel's store, value by value: the k block's sum, then + C
+  // (a later k block, or accumulate) or + the row bias, then the epilogue
+  // after the last k block, its formulas.
+  const bool last = k0 + kc == k;
+  alignas(64) float lanes[NV][16];
+  for (int v = 0; v < NV; ++v) _mm512_store_ps(lanes[v], acc[v]);
+  for (int q = 0; q < NP; ++q) {
+    const int64_t rows = std::min<int64_t>(kMR, m - (ip + q) * kMR);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t i = (ip + q) * kMR + r;
+      float* out = y + i * ldy;
+      float v = lanes[q / 2][(q % 2) * 8 + r];
+      if (add) {
+        v = v + *out;
+      } else if (row_bias) {
+        v = v + row_bias[i];
+      }
+      if (last && epilogue) {
+        if (epilogue->kind == Epilogue::kRelu) {
+          v = v > 0.0f ? v : 0.0f;
+        } else if (epilogue->kind == Epilogue::kClip) {
+          v = epilogue->lo > v ? epilogue->lo : v;
+          v = epilogue->hi < v ? epilogue->hi : v;
+        }
+      }
+      *out = v;
+    }
+  }
+}
+
+}  // namespace
+
+void column_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t kc_block,
+                   const float* packed_a, const float* x, int64_t x_stride, float* y, int64_t ldy,
+                   const float* row_bias, bool accumulate, const Epilogue* epilogue) {
+  // Eight panels (four vectors, four FMA chains) at a time, the rest in one
+  // smaller step; k blocks as the block kernel's.
+  for (int64_t ip = ip0; ip < ip1; ip += 8) {
+    const int64_t np = std::min<int64_t>(8, ip1 - ip);
+    for (int64_t k0 = 0; k0 < k; k0 += kc_block) {
+      const int64_t kc = std::min(kc_block, k - k0);
+      const bool add = accumulate || k0 > 0;
+      switch (np) {
+        case 8: column_block<8>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 7: column_block<7>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 6: column_block<6>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 5: column_block<5>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 4: column_block<4>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 3: column_block<3>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 2: column_block<2>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        default: column_block<1>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+      }
+    }
+  }
+}
+
 }  // namespace kite::cpu::sgemm::detail
 
 #if defined(__clang__)
@@ -313,6 +392,8 @@ void block_kernel_avx512(int, int, int64_t, const float*, const float*, const fl
 int64_t pack_a_panel_avx512(const float*, int64_t, int64_t, float, float*) { return 0; }
 void gemv_panels_avx512(int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t,
                         float*, int64_t, const float*, bool, const Epilogue*) {}
+void column_avx512(int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t,
+                   float*, int64_t, const float*, bool, const Epilogue*) {}
 
 }  // namespace kite::cpu::sgemm::detail
 
