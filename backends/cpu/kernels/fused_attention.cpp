@@ -26,28 +26,25 @@ namespace kite::cpu {
 namespace {
 
 #ifdef KITE_ATTENTION_AVX512
-// The two products of a row at sixteen lanes (AVX-512F, chosen at prepare
-// as the GEMM level is): up to four vectors of columns at a time in
-// registers, k (or j) outermost, one FMA per product. The scalar loops ran
-// four lanes at best (SSE at the x86-64 baseline): the text transformer's
-// and the ViT's attention (T = 32 and 17, D = 16) took three times their
-// matrix products' time (Zen 4).
 inline __mmask16 lanes_left(int64_t n) {
   return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
 }
 
-// y[0 .. n) = sum over k < depth of a[k] * b[k * ldb + (0 .. n)] (times
-// scale when scaled): q kt's row (a = q, b = kt, n = T) and p v's (a = p,
-// b = v, n = Dv).
-__attribute__((target("avx512f,fma"))) void row_times_matrix(const float* a, const float* b,
-                                                             int64_t depth, int64_t ldb, int64_t n,
-                                                             float scale, bool scaled, float* y) {
+// row_times_matrix at sixteen lanes (AVX-512F, chosen at prepare as the GEMM
+// level is): up to four vectors of columns at a time in registers, depth
+// outermost, one FMA per product. The portable loops ran four lanes at
+// best (SSE at the x86-64 baseline): the text transformer's and the ViT's
+// attention (T = 32 and 17, D = 16) took three times their matrix
+// products' time (Zen 4).
+__attribute__((target("avx512f,fma"))) void row_times_matrix_avx512(const float* a, const float* b,
+                                                                    int64_t depth, int64_t n,
+                                                                    float scale, float* y) {
   for (int64_t j0 = 0; j0 < n; j0 += 64) {
     __mmask16 m[4];
     for (int v = 0; v < 4; ++v) m[v] = j0 + 16 * v < n ? lanes_left(n - j0 - 16 * v) : 0;
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     const float* col = b + j0;
-    for (int64_t k = 0; k < depth; ++k, col += ldb) {
+    for (int64_t k = 0; k < depth; ++k, col += n) {
       const __m512 ak = _mm512_set1_ps(a[k]);
       for (int v = 0; v < 4; ++v) {
         if (m[v]) acc[v] = _mm512_fmadd_ps(ak, _mm512_maskz_loadu_ps(m[v], col + 16 * v), acc[v]);
@@ -55,12 +52,33 @@ __attribute__((target("avx512f,fma"))) void row_times_matrix(const float* a, con
     }
     for (int v = 0; v < 4; ++v) {
       if (!m[v]) break;
-      const __m512 r = scaled ? _mm512_mul_ps(acc[v], _mm512_set1_ps(scale)) : acc[v];
+      const __m512 r = scale != 1.0f ? _mm512_mul_ps(acc[v], _mm512_set1_ps(scale)) : acc[v];
       _mm512_mask_storeu_ps(y + j0 + 16 * v, m[v], r);
     }
   }
 }
 #endif
+
+// y[0 .. n) = scale * sum over k < depth of a[k] * b[k * n + (0 .. n)]: a
+// row of q kt (a = q, b = kt, n = T, the attention's scale) and of p v (a =
+// p, b = v, n = Dv, scale 1: no multiply).
+void row_times_matrix(bool avx512, const float* a, const float* b, int64_t depth, int64_t n,
+                      float scale, float* y) {
+#ifdef KITE_ATTENTION_AVX512
+  if (avx512) return row_times_matrix_avx512(a, b, depth, n, scale, y);
+#else
+  (void)avx512;
+#endif
+  for (int64_t j = 0; j < n; ++j) y[j] = 0.0f;
+  for (int64_t k = 0; k < depth; ++k) {
+    const float ak = a[k];
+    const float* row = b + k * n;
+    for (int64_t j = 0; j < n; ++j) y[j] += ak * row[j];
+  }
+  if (scale != 1.0f) {
+    for (int64_t j = 0; j < n; ++j) y[j] *= scale;
+  }
+}
 
 class AttentionKernel : public Kernel {
  public:
@@ -97,20 +115,7 @@ class AttentionKernel : public Kernel {
     const float* kt = kt_ + b * d_ * t_;
     const float* v = v_ + b * t_ * dv_;
     float* out = out_ + (b * s_ + i) * dv_;
-#ifdef KITE_ATTENTION_AVX512
-    if (avx512_) {
-      row_times_matrix(q, kt, d_, t_, t_, scale_, true, scores);
-    } else
-#endif
-    {
-      for (int64_t j = 0; j < t_; ++j) scores[j] = 0.0f;
-      for (int64_t k = 0; k < d_; ++k) {
-        const float qk = q[k];
-        const float* krow = kt + k * t_;
-        for (int64_t j = 0; j < t_; ++j) scores[j] += qk * krow[j];
-      }
-      for (int64_t j = 0; j < t_; ++j) scores[j] *= scale_;
-    }
+    row_times_matrix(avx512_, q, kt, d_, t_, scale_, scores);
     if (mask_) {
       int64_t offset = i * mask_row_stride_, rest = b;
       for (size_t dim = lead_dims_.size(); dim-- > 0;) {
@@ -131,18 +136,7 @@ class AttentionKernel : public Kernel {
         if (std::isnan(scores[j])) scores[j] = 0.0f;
       }
     }
-#ifdef KITE_ATTENTION_AVX512
-    if (avx512_) {
-      row_times_matrix(scores, v, t_, dv_, dv_, 1.0f, false, out);
-      return;
-    }
-#endif
-    for (int64_t c = 0; c < dv_; ++c) out[c] = 0.0f;
-    for (int64_t j = 0; j < t_; ++j) {
-      const float p = scores[j];
-      const float* vrow = v + j * dv_;
-      for (int64_t c = 0; c < dv_; ++c) out[c] += p * vrow[c];
-    }
+    row_times_matrix(avx512_, scores, v, t_, dv_, 1.0f, out);
   }
 
   int64_t batches_, s_, d_, t_, dv_;

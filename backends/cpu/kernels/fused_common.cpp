@@ -8,78 +8,31 @@ namespace kite::cpu::fused {
 
 namespace {
 
-// Sigmoid and SiLU through vmath::sigmoid, like the unary Sigmoid, so a
-// fused node and its decomposition (Sigmoid, then Mul for SiLU) agree bit
-// for bit.
-void apply_sigmoid(float* y, int64_t rows, int64_t n, const float* bias, ThreadPool& pool,
-                   bool silu) {
+// y[i] = act(y[i] + bias[i % n]) over rows x n values, act run in place by
+// f(values, count) on contiguous spans: the whole tensor in chunks without a
+// bias, else row by row after vmath::add (the sum rounded once, as the
+// decomposed Add then activation round it).
+template <typename F>
+void in_place(float* y, int64_t rows, int64_t n, const float* bias, ThreadPool& pool, F f) {
   if (bias == nullptr) {
-    pool.parallel_for(rows * n, 16384, [&](int64_t begin, int64_t end) {
-      vmath::sigmoid(y + begin, y + begin, end - begin, silu);
-    });
+    pool.parallel_for(rows * n, 16384,
+                      [&](int64_t begin, int64_t end) { f(y + begin, end - begin); });
     return;
   }
   pool.parallel_for(rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       float* row = y + r * n;
       vmath::add(row, bias, row, n);
-      vmath::sigmoid(row, row, n, silu);
+      f(row, n);
     }
   });
 }
 
-// HardSigmoid and HardSwish through vmath::hard_sigmoid.
-void apply_hard_sigmoid(float* y, int64_t rows, int64_t n, const float* bias, ThreadPool& pool,
-                        float alpha, float beta, bool times_x) {
-  if (bias == nullptr) {
-    pool.parallel_for(rows * n, 16384, [&](int64_t begin, int64_t end) {
-      vmath::hard_sigmoid(y + begin, y + begin, end - begin, alpha, beta, times_x);
-    });
-    return;
-  }
-  pool.parallel_for(rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      float* row = y + r * n;
-      vmath::add(row, bias, row, n);
-      vmath::hard_sigmoid(row, row, n, alpha, beta, times_x);
-    }
-  });
-}
-
-// Gelu (erf form) through vmath, as the unary Gelu runs it.
-void apply_gelu(float* y, int64_t rows, int64_t n, const float* bias, ThreadPool& pool) {
-  if (bias == nullptr) {
-    pool.parallel_for(rows * n, 16384, [&](int64_t begin, int64_t end) {
-      vmath::gelu(y + begin, y + begin, end - begin);
-    });
-    return;
-  }
-  pool.parallel_for(rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      float* row = y + r * n;
-      vmath::add(row, bias, row, n);
-      vmath::gelu(row, row, n);
-    }
-  });
-}
-
-// Identity: f is x -> x, so with a bias only the sum runs.
-template <bool Identity = false, typename F>
+// An activation given one value at a time.
+template <typename F>
 void apply(float* y, int64_t rows, int64_t n, const float* bias, ThreadPool& pool, F f) {
-  if (bias == nullptr) {
-    pool.parallel_for(rows * n, 16384, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) y[i] = f(y[i]);
-    });
-    return;
-  }
-  pool.parallel_for(rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      float* row = y + r * n;
-      vmath::add(row, bias, row, n);  // the sum rounded once, as f(row[j] + bias[j])
-      if constexpr (!Identity) {
-        for (int64_t j = 0; j < n; ++j) row[j] = f(row[j]);
-      }
-    }
+  in_place(y, rows, n, bias, pool, [&f](float* v, int64_t count) {
+    for (int64_t i = 0; i < count; ++i) v[i] = f(v[i]);
   });
 }
 
@@ -90,7 +43,7 @@ void apply_activation(const Activation& act, float* y, int64_t rows, int64_t n, 
   const float alpha = act.alpha, beta = act.beta;
   switch (act.kind) {
     case Activation::kNone:
-      if (bias) apply<true>(y, rows, n, bias, pool, [](float x) { return x; });
+      if (bias) in_place(y, rows, n, bias, pool, [](float*, int64_t) {});
       return;
     case Activation::kRelu:
       return apply(y, rows, n, bias, pool, [](float x) { return x > 0.0f ? x : 0.0f; });
@@ -101,21 +54,27 @@ void apply_activation(const Activation& act, float* y, int64_t rows, int64_t n, 
         return v > beta ? beta : v;
       });
     case Activation::kSigmoid:
-      return apply_sigmoid(y, rows, n, bias, pool, false);
+      // Sigmoid and SiLU through vmath::sigmoid, like the unary Sigmoid, so
+      // a fused node and its decomposition (Sigmoid, then Mul for SiLU)
+      // agree bit for bit.
     case Activation::kSiLU:
-      return apply_sigmoid(y, rows, n, bias, pool, true);
+      return in_place(y, rows, n, bias, pool, [&](float* v, int64_t c) {
+        vmath::sigmoid(v, v, c, act.kind == Activation::kSiLU);
+      });
     case Activation::kHardSigmoid:
     case Activation::kHardSwish:
       // vmath's 16 lanes, the scalar formula's bits (mobilenet_v3's
       // HardSwish: 7% of the run as a scalar loop on Zen 4).
-      return apply_hard_sigmoid(y, rows, n, bias, pool, alpha, beta,
-                                act.kind == Activation::kHardSwish);
+      return in_place(y, rows, n, bias, pool, [&](float* v, int64_t c) {
+        vmath::hard_sigmoid(v, v, c, alpha, beta, act.kind == Activation::kHardSwish);
+      });
     case Activation::kLeakyRelu:
       return apply(y, rows, n, bias, pool, [alpha](float x) { return x >= 0.0f ? x : alpha * x; });
     case Activation::kTanh:
       return apply(y, rows, n, bias, pool, [](float x) { return std::tanh(x); });
     case Activation::kGelu:
-      return apply_gelu(y, rows, n, bias, pool);
+      // Gelu (erf form) through vmath, as the unary Gelu runs it.
+      return in_place(y, rows, n, bias, pool, [](float* v, int64_t c) { vmath::gelu(v, v, c); });
     case Activation::kGeluTanh:
       return apply(y, rows, n, bias, pool, [](float x) {
         return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));

@@ -38,6 +38,18 @@ struct Epilogue {
   Kind kind = kNone;
   float lo = 0.0f, hi = 0.0f;
 };
+// The epilogue on one value, the AVX-512 block kernel's formulas: Relu
+// x > 0 ? x : 0, Clip (lo > x ? lo : x) then (hi < x ? hi : x); NaN passes
+// Clip, Relu makes it 0. For the kernels that finish values one at a time (the GEMV,
+// the lone column, the stem's scalar level).
+inline float finish_value(const Epilogue& e, float v) {
+  if (e.kind == Epilogue::kRelu) return v > 0.0f ? v : 0.0f;
+  if (e.kind == Epilogue::kClip) {
+    v = e.lo > v ? e.lo : v;
+    return e.hi < v ? e.hi : v;
+  }
+  return v;
+}
 
 // C(i, j) = c[i * ldc + j] gets A*B (+ row_bias[i] when given), or, with
 // accumulate, C += A*B; then the epilogue, when given. pool null: runs on
@@ -109,7 +121,6 @@ int64_t pack_a_panel_avx512(const float* a, int64_t lda, int64_t k, float alpha,
 void gemv_panels_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, const float* packed_a,
                         const float* x, int64_t x_stride, float* y, int64_t ldy,
                         const float* row_bias, bool add, const Epilogue* epilogue);
-// AArch64 Advanced SIMD (sgemm_neon.cpp); stubs elsewhere.
 // One column of C (x(p) = x[p * x_stride], y(i) = y[i * ldy]) over row
 // panels [ip0, ip1), with the block kernel's arithmetic step for step: k in
 // blocks of kc_block, each block's FMAs in k order from zero, then + C or +
@@ -119,6 +130,7 @@ void gemv_panels_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, const fl
 void column_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t kc_block,
                    const float* packed_a, const float* x, int64_t x_stride, float* y, int64_t ldy,
                    const float* row_bias, bool accumulate, const Epilogue* epilogue);
+// AArch64 Advanced SIMD (sgemm_neon.cpp); stubs elsewhere.
 bool cpu_has_neon();
 // Armv8.2-A extensions, detected at run time (AT_HWCAP on Linux): fp16
 // vector arithmetic (asimdhp) and the dot product (asimddp). All false off

@@ -279,17 +279,7 @@ void gemv_panels_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, const fl
       } else if (row_bias) {
         v += row_bias[i];
       }
-      if (epilogue) {
-        // The block kernel's formulas: Relu x > 0 ? x : 0, Clip (x < lo ? lo
-        // : x) then (hi < v ? hi : v).
-        if (epilogue->kind == Epilogue::kRelu) {
-          v = v > 0.0f ? v : 0.0f;
-        } else if (epilogue->kind == Epilogue::kClip) {
-          v = v < epilogue->lo ? epilogue->lo : v;
-          v = epilogue->hi < v ? epilogue->hi : v;
-        }
-      }
-      *out = v;
+      *out = epilogue ? finish_value(*epilogue, v) : v;
     }
   }
 }
@@ -334,15 +324,7 @@ void column_block(int64_t ip, int64_t m, int64_t k, int64_t k0, int64_t kc, cons
       } else if (row_bias) {
         v = v + row_bias[i];
       }
-      if (last && epilogue) {
-        if (epilogue->kind == Epilogue::kRelu) {
-          v = v > 0.0f ? v : 0.0f;
-        } else if (epilogue->kind == Epilogue::kClip) {
-          v = epilogue->lo > v ? epilogue->lo : v;
-          v = epilogue->hi < v ? epilogue->hi : v;
-        }
-      }
-      *out = v;
+      *out = last && epilogue ? finish_value(*epilogue, v) : v;
     }
   }
 }

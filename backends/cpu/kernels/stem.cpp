@@ -40,17 +40,6 @@ void pad_input(const Geometry& g, const float* x, float* dst, ThreadPool& pool) 
   });
 }
 
-// The block kernel's formulas (sgemm_avx512.cpp): Relu x > 0 ? x : 0, Clip
-// (x < lo ? lo : x) then (hi < v ? hi : v).
-inline float finish(const sgemm::Epilogue& e, float v) {
-  if (e.kind == sgemm::Epilogue::kRelu) return v > 0.0f ? v : 0.0f;
-  if (e.kind == sgemm::Epilogue::kClip) {
-    v = v < e.lo ? e.lo : v;
-    return e.hi < v ? e.hi : v;
-  }
-  return v;
-}
-
 // Every output of rows [row0, row1) of task order (oy, channel block), one
 // value at a time: the level below AVX-512 (and the tests' forced levels).
 void run_scalar(const Geometry& g, const float* pad, const float* weights, const float* bias,
@@ -74,7 +63,7 @@ void run_scalar(const Geometry& g, const float* pad, const float* weights, const
             for (int64_t kx = 0; kx < g.kw; ++kx, ++tap) acc += wb[tap * kChannelBlock + i] * row[kx];
           }
         }
-        out[ox] = finish(e, bias ? acc + bias[m] : acc);
+        out[ox] = sgemm::finish_value(e, bias ? acc + bias[m] : acc);
       }
     }
   }

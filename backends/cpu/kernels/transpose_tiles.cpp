@@ -23,22 +23,14 @@ void run(const T* in, T* out, int64_t batch, int64_t batch_stride, int64_t rows,
     const int64_t nr = std::min(kTile, rows - r0), nc = std::min(kTile, cols - c0);
     const T* src = in + b * batch_stride + r0 + c0 * col_stride;
     T* dst = out + (b * rows + r0) * cols + c0;
-    if (nr == kTile && nc == kTile) {
-      if constexpr (sizeof(T) == sizeof(float)) {
-        if (avx512 && detail::transpose_tile16_avx512(reinterpret_cast<const float*>(src), col_stride,
-                                                      reinterpret_cast<float*>(dst), cols)) {
-          return;
-        }
+    if constexpr (sizeof(T) == sizeof(float)) {
+      if (avx512 && nr == kTile && nc == kTile &&
+          detail::transpose_tile16_avx512(reinterpret_cast<const float*>(src), col_stride,
+                                          reinterpret_cast<float*>(dst), cols)) {
+        return;
       }
-      T t[kTile][kTile];
-      for (int64_t c = 0; c < kTile; ++c) {
-        for (int64_t r = 0; r < kTile; ++r) t[r][c] = src[c * col_stride + r];
-      }
-      for (int64_t r = 0; r < kTile; ++r) {
-        for (int64_t c = 0; c < kTile; ++c) dst[r * cols + c] = t[r][c];
-      }
-      return;
     }
+    // The tile's kTile input lines stay in L1 while its rows are written.
     for (int64_t r = 0; r < nr; ++r) {
       for (int64_t c = 0; c < nc; ++c) dst[r * cols + c] = src[c * col_stride + r];
     }
