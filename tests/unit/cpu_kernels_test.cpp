@@ -36,6 +36,7 @@
 #include "kernel.h"
 #include "kernels/common.h"
 #include "kernels/depthwise.h"
+#include "kernels/fused_common.h"
 #include "kernels/sgemm.h"
 #include "kernels/stem.h"
 #include "kernels/transpose_tiles.h"
@@ -592,6 +593,94 @@ TEST(Sgemm, EpilogueMatchesGemmThenActivation) {
       }
     }
   }
+}
+
+// The tile hook (sgemm::Epilogue::tile, an activation too long for the
+// store's registers) at every level, B packed and, on AVX-512, read in
+// place: every value of C gets it exactly once and nothing past n is
+// touched (a hook c -> 2c + 1, which a second application or a miss would
+// show), and fused::activation_tile's SiLU / GELU / HardSwish give the bits
+// of the plain GEMM followed by the vmath activation over each row: a
+// value's bits do not depend on the tile it came in. Shapes: the GEMV (n =
+// 1, C contiguous or a column ldc apart), lone last columns (17, 49), k = 0,
+// k across two k blocks, several tasks on a pool.
+TEST(Sgemm, TileHookRunsOnceOnEveryValueWithTheActivationsBits) {
+  using kite::cpu::sgemm::MicroKernel;
+  namespace sg = kite::cpu::sgemm;
+  namespace fu = kite::cpu::fused;
+  kite::cpu::ThreadPool pool(2);
+  auto twice_plus_one = [](const void*, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) c[i * ldc + j] = 2.0f * c[i * ldc + j] + 1.0f;
+    }
+  };
+  fu::Activation acts[3];
+  acts[0].kind = fu::Activation::kSiLU;
+  acts[1].kind = fu::Activation::kGelu;
+  acts[2].kind = fu::Activation::kHardSwish;
+  acts[2].alpha = 1.0f / 6.0f;
+  acts[2].beta = 0.5f;
+  int levels = 0;
+  for (MicroKernel kernel : {MicroKernel::kPortable, MicroKernel::kAvx2Fma, MicroKernel::kAvx512}) {
+    const ForcedGemmKernel forced(kernel);
+    if (!forced.ok()) continue;
+    ++levels;
+    for (int64_t m : {1, 13, 100}) {
+      for (int64_t n : {1, 17, 49, 300}) {
+        for (int64_t k : {0, 3, 300}) {
+          const std::vector<float> a = Random(m * k, 181), b = Random(k * (n + 3), 182);
+          const std::vector<float> bias = Random(m, 183), c0 = Random(m * (n + 2), 184);
+          std::vector<float> pa(sg::packed_a_floats(m, k) + 1), pb(sg::packed_b_floats(k, n) + 1);
+          sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
+          sg::pack_b(b.data(), n + 3, 1, k, n, pb.data(), nullptr);
+          for (int64_t ldc : {n + 2, n}) {
+            std::vector<float> plain = c0;
+            sg::gemm_packed(m, n, k, pa.data(), pb.data(), plain.data(), ldc, bias.data(), false, &pool);
+            for (int hook = 0; hook < 4; ++hook) {
+              sg::Epilogue e;
+              if (hook == 0) {
+                e.tile = twice_plus_one;
+              } else {
+                ASSERT_TRUE(fu::activation_as_tile_hook(acts[hook - 1], &e));
+              }
+              std::vector<float> want = plain;
+              for (int64_t i = 0; i < m; ++i) {
+                float* row = want.data() + i * ldc;
+                if (hook == 0) {
+                  for (int64_t j = 0; j < n; ++j) row[j] = 2.0f * row[j] + 1.0f;
+                } else if (hook == 1) {
+                  kite::cpu::vmath::sigmoid(row, row, n, true);
+                } else if (hook == 2) {
+                  kite::cpu::vmath::gelu(row, row, n);
+                } else {
+                  kite::cpu::vmath::hard_sigmoid(row, row, n, 1.0f / 6.0f, 0.5f, true);
+                }
+              }
+              for (int in_place = 0; in_place < 2; ++in_place) {
+                std::vector<float> got = c0;
+                if (in_place == 0) {
+                  sg::gemm_packed(m, n, k, pa.data(), pb.data(), got.data(), ldc, bias.data(), false, &pool, &e);
+                } else if (!sg::gemm_direct_b(m, n, k, pa.data(), b.data(), n + 3, got.data(), ldc,
+                                              bias.data(), false, &pool, &e)) {
+                  continue;  // B read in place: the AVX-512 level only
+                }
+                for (int64_t i = 0; i < m; ++i) {
+                  for (int64_t j = 0; j < ldc; ++j) {
+                    const float w = j < n ? want[i * ldc + j] : c0[i * ldc + j];
+                    ASSERT_EQ(std::memcmp(&got[i * ldc + j], &w, sizeof(float)), 0)
+                        << "kernel " << static_cast<int>(kernel) << " hook " << hook << " m " << m
+                        << " n " << n << " k " << k << " ldc " << ldc << " in place " << in_place
+                        << " at (" << i << "," << j << "): " << got[i * ldc + j] << " vs " << w;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GE(levels, 1);
 }
 
 // The vectorised depthwise plane at every ISA level the CPU has, against a

@@ -15,6 +15,7 @@
 
 #include "common.h"
 #include "depthwise.h"
+#include "fused_common.h"
 #include "kernels.h"
 #include "sgemm.h"
 #include "stem.h"
@@ -253,9 +254,16 @@ class ConvKernel : public Kernel {
 
   // Relu and Clip go into the GEMM's store of each tile (sgemm::Epilogue),
   // or the vectorised depthwise plane's (depthwise::Plane::act); the other
-  // direct loops leave them to the wrapper.
+  // direct loops leave them to the wrapper. Sigmoid, SiLU, hard sigmoid /
+  // swish and GELU go to the GEMM's tile hook (fused::activation_tile) on
+  // the GEMM paths: each strip of the output gets its activation while in
+  // L1 instead of in a pass over the whole output afterwards.
   bool take_activation(const kite::ops::FusedActivation& act) override {
     if (direct_ && !vector_depthwise()) return false;
+    if (!direct_ && !stem_ && !winograd_) {
+      tile_act_ = act;
+      if (fused::activation_as_tile_hook(tile_act_, &epilogue_)) return true;
+    }
     if (act.kind == kite::ops::FusedActivation::kRelu) {
       epilogue_.kind = sgemm::Epilogue::kRelu;
     } else if (act.kind == kite::ops::FusedActivation::kClip) {
@@ -614,6 +622,7 @@ class ConvKernel : public Kernel {
   int64_t block_cols_ = 0;   // > 0: run_blocked with blocks of this many columns
   int64_t block_slots_ = 1;  // scratch slices reserved for run_blocked
   sgemm::Epilogue epilogue_;  // kNone unless a fused node handed one over
+  kite::ops::FusedActivation tile_act_;  // epilogue_.tile's activation, when set
   int64_t plane_scratch_ = 0;  // floats of depthwise scratch per thread
   bool channel_blocks_ = false;  // depthwise on small planes, 16 channels a task
   bool stem_ = false;            // few input channels: stem::run, weights_ in its order

@@ -12,6 +12,7 @@
 
 #include "common.h"
 #include "fused_kernels.h"
+#include "sgemm.h"
 #include "kite/abi/node.h"
 #include "kite/ops/fused.h"
 
@@ -29,6 +30,16 @@ inline std::string parse_activation(const OpNode& op, const std::string& pattern
 // y[i] = act(y[i] + bias[i % n]) over rows x n values (bias may be null).
 void apply_activation(const Activation& act, float* y, int64_t rows, int64_t n, const float* bias,
                       ThreadPool& pool);
+
+// act (an Activation) on one tile of C, rows x cols floats ldc apart, with
+// apply_activation's bits: the GEMM's tile hook (sgemm::Epilogue::tile).
+void activation_tile(const void* act, float* c, int64_t ldc, int64_t rows, int64_t cols);
+// Sets *e to run act by the tile hook (activation_tile over act, which must
+// outlive the GEMMs that use *e) when act is one the registers of the
+// GEMM's store do not take (sigmoid, SiLU, hard sigmoid / swish, GELU): each
+// tile then gets it while in L1, not in a second pass over the output from
+// L3. false (e untouched) for the others.
+bool activation_as_tile_hook(const Activation& act, sgemm::Epilogue* e);
 
 // The fused node as the primitive op it extends, its declared output, and
 // the primitive's rules against that output: kite/ops/fused.h.

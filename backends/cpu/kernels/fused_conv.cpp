@@ -2,6 +2,7 @@
 // primitive kernel writes the output, then the activation runs over it in
 // place, in the same launch, unless the primitive kernel takes the
 // activation into its own store (Kernel::take_activation: Conv's GEMM path
+// for every activation vmath or the registers compute, its depthwise planes
 // for Relu and Clip).
 #include "fused_common.h"
 #include "kernels.h"

@@ -123,23 +123,33 @@ void store_tile_as(const float* acc, float* c, int64_t ldc, int64_t rows, int64_
 
 void store_tile(const float* acc, float* c, int64_t ldc, int64_t rows, int64_t cols,
                 const float* row_bias, bool add, const Epilogue* e) {
-  if (e == nullptr) return store_tile_as<Epilogue::kNone>(acc, c, ldc, rows, cols, row_bias, add, 0, 0);
+  if (e == nullptr || e->kind == Epilogue::kNone) {
+    return store_tile_as<Epilogue::kNone>(acc, c, ldc, rows, cols, row_bias, add, 0, 0);
+  }
   if (e->kind == Epilogue::kRelu) {
     return store_tile_as<Epilogue::kRelu>(acc, c, ldc, rows, cols, row_bias, add, 0, 0);
   }
   store_tile_as<Epilogue::kClip>(acc, c, ldc, rows, cols, row_bias, add, e->lo, e->hi);
 }
 
+// The tile hook on a finished tile, when there is one.
+inline void finish_tile(const Epilogue* e, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+  if (e && e->tile && rows > 0 && cols > 0) e->tile(e->tile_ctx, c, ldc, rows, cols);
+}
+
 // The epilogue over C in place (rows x cols at c): the k = 0 case, where
 // no tile is stored.
 void apply_epilogue(const Epilogue& e, float* c, int64_t ldc, int64_t rows, int64_t cols) {
-  for (int64_t i = 0; i < rows; ++i) {
-    float* ci = c + i * ldc;
-    for (int64_t j = 0; j < cols; ++j) {
-      ci[j] = e.kind == Epilogue::kRelu ? finish<Epilogue::kRelu>(ci[j], 0.0f, 0.0f)
-                                        : finish<Epilogue::kClip>(ci[j], e.lo, e.hi);
+  if (e.kind != Epilogue::kNone) {
+    for (int64_t i = 0; i < rows; ++i) {
+      float* ci = c + i * ldc;
+      for (int64_t j = 0; j < cols; ++j) {
+        ci[j] = e.kind == Epilogue::kRelu ? finish<Epilogue::kRelu>(ci[j], 0.0f, 0.0f)
+                                          : finish<Epilogue::kClip>(ci[j], e.lo, e.hi);
+      }
     }
   }
+  finish_tile(&e, c, ldc, rows, cols);
 }
 
 // The kernel level gemm_packed uses: forced by a test (kForcedNone when not),
@@ -264,6 +274,9 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
     detail::column_avx512(ip0, ip1, job.m, job.k, kKCBlock, job.pa, x, job.ldb > 0 ? job.ldb : kNR,
                           job.c + j, job.ldc, job.row_bias, job.accumulate, job.epilogue);
   }
+  // The task's block of C is final: the tile hook while it is in L2.
+  const int64_t i0 = ip0 * kMR, j0 = jp0 * kNR;
+  finish_tile(job.epilogue, job.c + i0 * job.ldc + j0, job.ldc, std::min(ip1 * kMR, job.m) - i0, j_end - j0);
 }
 
 void run_task(const Job& job, int64_t task) {
@@ -305,6 +318,8 @@ void run_task(const Job& job, int64_t task) {
         job.micro(kc, job.pa + ip * job.k * kMR + k0 * kMR, b, acc[0]);
         store(acc[0], ip);
       }
+      const int64_t i0 = ip0 * kMR;
+      finish_tile(epi, job.c + i0 * job.ldc + j, job.ldc, std::min(ip1 * kMR, job.m) - i0, cols);
     }
   }
 }
@@ -378,7 +393,7 @@ void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const floa
               float* c, int64_t ldc, const float* row_bias, bool accumulate, ThreadPool* pool,
               const Epilogue* epilogue) {
   if (m <= 0 || n <= 0) return;
-  if (epilogue && epilogue->kind == Epilogue::kNone) epilogue = nullptr;
+  if (epilogue && epilogue->kind == Epilogue::kNone && epilogue->tile == nullptr) epilogue = nullptr;
   if (k <= 0) {
     if (!accumulate) {
       for (int64_t i = 0; i < m; ++i) {
@@ -400,6 +415,7 @@ void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const floa
     const int64_t panels = (m + kMR - 1) / kMR;
     auto body = [&](int64_t begin, int64_t end) {
       gemv(begin, end, m, k, packed_a, b, x_stride, c, ldc, row_bias, accumulate, epilogue);
+      finish_tile(epilogue, c + begin * kMR * ldc, ldc, std::min(end * kMR, m) - begin * kMR, 1);
     };
     const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(1.0e6 / (2.0 * kMR * k)));
     if (pool && pool->size() > 1 && panels > grain) {

@@ -33,10 +33,18 @@ void pack_b(const float* b, int64_t row_stride, int64_t col_stride, int64_t k, i
 // kRelu: x > 0 ? x : 0 (NaN gives 0); kClip: min then max against lo / hi
 // as ONNX Clip (NaN passes). The same formulas as the fused activations'
 // (fused_common.cpp), so both give the same bits.
+//
+// tile, when set, runs after that on each finished tile of C (rows x cols
+// floats at c, ldc apart; a strip of the block's columns over its row
+// block, a column for the GEMV): an activation too long for the store's
+// registers (SiLU, GELU: fused_common's activation_tile), applied while the
+// tile is in L1. It must give a value's bits whatever tile it comes in.
 struct Epilogue {
   enum Kind { kNone, kRelu, kClip };
   Kind kind = kNone;
   float lo = 0.0f, hi = 0.0f;
+  void (*tile)(const void* ctx, float* c, int64_t ldc, int64_t rows, int64_t cols) = nullptr;
+  const void* tile_ctx = nullptr;
 };
 // The epilogue on one value, the AVX-512 block kernel's formulas: Relu
 // x > 0 ? x : 0, Clip (lo > x ? lo : x) then (hi < x ? hi : x); NaN passes

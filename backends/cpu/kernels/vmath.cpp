@@ -274,6 +274,20 @@ __attribute__((target("avx512f,fma"))) void map16(const float* in, float* out, i
   }
 }
 
+// map16 on rows rows of n floats, ld apart, in place: one call for a tile.
+// map16's loop written out, so that f's constants are loaded once a tile,
+// not once a row (a row of a GEMM strip is 32 floats).
+template <typename F>
+__attribute__((target("avx512f,fma"))) void map16_rows(float* v, int64_t ld, int64_t rows, int64_t n, F f) {
+  const int64_t full = n / 16 * 16;
+  const __mmask16 m = static_cast<__mmask16>((1u << (n - full)) - 1u);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = v + r * ld;
+    for (int64_t i = 0; i < full; i += 16) _mm512_storeu_ps(row + i, f(_mm512_loadu_ps(row + i)));
+    if (m) _mm512_mask_storeu_ps(row + full, m, f(_mm512_maskz_loadu_ps(m, row + full)));
+  }
+}
+
 __attribute__((target("avx512f"))) void add_avx512(const float* a, const float* b, float* out, int64_t n) {
   constexpr __mmask16 kAll = 0xFFFF;  // (masked forms: see reciprocal16)
   int64_t i = 0;
@@ -375,6 +389,16 @@ void gelu(const float* in, float* out, int64_t n) {
 #endif
 }
 
+void gelu_rows(float* v, int64_t ld, int64_t rows, int64_t n) {
+#ifdef KITE_VMATH_AVX512
+  if (sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512) {
+    map16_rows(v, ld, rows, n, Gelu16{});
+    return;
+  }
+#endif
+  for (int64_t r = 0; r < rows; ++r) gelu(v + r * ld, v + r * ld, n);
+}
+
 void hard_sigmoid(const float* in, float* out, int64_t n, float alpha, float beta, bool times_x) {
 #ifdef KITE_VMATH_AVX512
   if (sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512) {
@@ -387,6 +411,17 @@ void hard_sigmoid(const float* in, float* out, int64_t n, float alpha, float bet
     const float v = std::max(0.0f, std::min(1.0f, alpha * x + beta));
     out[i] = times_x ? x * v : v;
   }
+}
+
+void hard_sigmoid_rows(float* v, int64_t ld, int64_t rows, int64_t n, float alpha, float beta,
+                       bool times_x) {
+#ifdef KITE_VMATH_AVX512
+  if (sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512) {
+    map16_rows(v, ld, rows, n, HardSigmoid16{alpha, beta, times_x});
+    return;
+  }
+#endif
+  for (int64_t r = 0; r < rows; ++r) hard_sigmoid(v + r * ld, v + r * ld, n, alpha, beta, times_x);
 }
 
 void sigmoid(const float* in, float* out, int64_t n, bool times_x) {
@@ -405,6 +440,16 @@ void sigmoid(const float* in, float* out, int64_t n, bool times_x) {
     out[i] = times_x ? x * s : s;
   }
 #endif
+}
+
+void sigmoid_rows(float* v, int64_t ld, int64_t rows, int64_t n, bool times_x) {
+#ifdef KITE_VMATH_AVX512
+  if (sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512) {
+    map16_rows(v, ld, rows, n, Sigmoid16{times_x});
+    return;
+  }
+#endif
+  for (int64_t r = 0; r < rows; ++r) sigmoid(v + r * ld, v + r * ld, n, times_x);
 }
 
 }  // namespace kite::cpu::vmath
