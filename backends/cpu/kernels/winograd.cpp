@@ -422,10 +422,19 @@ Conv::Conv(int64_t tile_, int64_t channels_, int64_t out_channels_, int64_t in_h
 
 int64_t Conv::block_floats() const { return point_count * (v_floats() + m_floats()); }
 
+// A range of tiles per thread when there are two blocks a thread at least
+// (every block reads all of U: with fewer, the threads share each block's
+// steps, and so U). The ranges are split evenly by tiles, not by blocks
+// (squeezenet's 27x27 layers, 49 tiles in 4 blocks of 16, gave one thread
+// 32 tiles and the other 17).
+bool Conv::ranges_per_worker(int64_t workers) const {
+  return workers > 1 && ceil_div(tiles, block) >= 2 * workers;
+}
+
 // A block per thread when run takes that path, else one.
 int64_t Conv::workspace_floats(int threads) const {
   const int64_t workers = std::max(1, threads);
-  return (workers > 1 && ceil_div(tiles, block) >= 2 * workers ? workers : 1) * block_floats();
+  return (ranges_per_worker(workers) ? workers : 1) * block_floats();
 }
 
 namespace {
@@ -442,7 +451,7 @@ void each(ThreadPool* pool, int64_t n, int64_t min_chunk, F&& fn) {
 
 }  // namespace
 
-void Conv::run_block(int64_t t0, const float* x, const float* u, const float* bias,
+void Conv::run_block(int64_t t0, int64_t n, const float* x, const float* u, const float* bias,
                      const sgemm::Epilogue& epilogue, float* y, float* scratch,
                      ThreadPool* pool) const {
   const Level fns = level(tile);
@@ -450,7 +459,6 @@ void Conv::run_block(int64_t t0, const float* x, const float* u, const float* bi
   float* mb = scratch + point_count * v_floats();
   const int64_t in_plane = in_h * in_w, out_plane = out_h * out_w;
   const int64_t u_point = sgemm::packed_a_floats(out_channels, channels);
-  const int64_t n = std::min(block, tiles - t0);
   const int64_t groups = ceil_div(n, kLanes);
   each(pool, channels * groups, 4, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
@@ -477,25 +485,26 @@ void Conv::run_block(int64_t t0, const float* x, const float* u, const float* bi
 void Conv::run(const float* x, const float* u, const float* bias, const sgemm::Epilogue& epilogue,
                float* y, float* workspace, int slots, ThreadPool& pool) const {
   if (level(tile).input == nullptr) return;  // tile_for() said no: never planned
-  const int64_t blocks = ceil_div(tiles, block);
   const int64_t workers = std::min<int64_t>(pool.size(), std::max(1, slots));
-  if (workers > 1 && blocks >= 2 * workers) {
-    // Enough blocks for every thread: each takes a contiguous range and runs
-    // all three steps on its own scratch, which stays in its core's L2, with
-    // no barrier between the steps.
+  if (ranges_per_worker(workers)) {
+    // Each thread its own range of tiles, in blocks, all three steps on
+    // its own scratch, which stays in its core's L2, with no barrier
+    // between the steps.
     pool.parallel_for(workers, 1, [&](int64_t s0, int64_t s1) {
       for (int64_t s = s0; s < s1; ++s) {
         float* mine = workspace + s * block_floats();
-        for (int64_t b = s * blocks / workers; b < (s + 1) * blocks / workers; ++b) {
-          run_block(b * block, x, u, bias, epilogue, y, mine, nullptr);
+        const int64_t end = (s + 1) * tiles / workers;
+        for (int64_t t = s * tiles / workers; t < end; t += block) {
+          run_block(t, std::min(block, end - t), x, u, bias, epilogue, y, mine, nullptr);
         }
       }
     });
     return;
   }
-  // Few blocks (many channels, a small image): the threads share each step.
-  for (int64_t b = 0; b < blocks; ++b) {
-    run_block(b * block, x, u, bias, epilogue, y, workspace, workers > 1 ? &pool : nullptr);
+  // Few tiles (many channels, a small image): the threads share each step.
+  for (int64_t t = 0; t < tiles; t += block) {
+    run_block(t, std::min(block, tiles - t), x, u, bias, epilogue, y, workspace,
+              workers > 1 ? &pool : nullptr);
   }
 }
 

@@ -82,9 +82,12 @@ class Conv {
   int64_t block_floats() const;  // one block's scratch
 
  private:
-  // The block of tiles t0 ...: input transform, GEMMs, output transform,
-  // each split across pool (null: on the calling thread).
-  void run_block(int64_t t0, const float* x, const float* u, const float* bias,
+  // Whether a run on `workers` threads gives each its own range of tiles
+  // (and scratch), rather than sharing each step of each block.
+  bool ranges_per_worker(int64_t workers) const;
+  // The n (<= block) tiles from t0: input transform, GEMMs, output
+  // transform, each split across pool (null: on the calling thread).
+  void run_block(int64_t t0, int64_t n, const float* x, const float* u, const float* bias,
                  const sgemm::Epilogue& epilogue, float* y, float* scratch, ThreadPool* pool) const;
 };
 
