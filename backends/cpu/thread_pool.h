@@ -45,6 +45,25 @@ class ThreadPool {
     });
   }
 
+  // Calls fn(slice, task) for every task in [0, tasks), on up to `slices`
+  // threads at once (slices <= size()), each running with its own slice
+  // index in [0, slices) (for scratch of its own). Tasks are claimed one at
+  // a time from a shared counter, not split in fixed ranges: a thread that
+  // starts late or runs slower takes fewer (a static split of 18 depthwise
+  // tasks left the caller waiting on the worker for a fifth of the layer).
+  template <typename F>
+  void for_each_task(int64_t slices, int64_t tasks, F&& fn) {
+    std::atomic<int64_t> next{0};
+    parallel_for(slices, 1, [&](int64_t s0, int64_t s1) {
+      for (int64_t s = s0; s < s1; ++s) {
+        for (int64_t t = next.fetch_add(1, std::memory_order_relaxed); t < tasks;
+             t = next.fetch_add(1, std::memory_order_relaxed)) {
+          fn(s, t);
+        }
+      }
+    });
+  }
+
   // How long a thread spins before it sleeps.
   static constexpr std::chrono::microseconds kSpin{100};
 

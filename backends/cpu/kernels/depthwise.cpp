@@ -127,8 +127,9 @@ void channels(const Channels& c, float* scratch) {
   }
   const __m512 bias = _mm512_load_ps(bias_lanes);
   const int64_t sx = c.stride_w * 16, row = wp * 16;
-  for (int64_t oy0 = 0; oy0 < c.oh; oy0 += band) {
-    const int64_t oy1 = std::min(c.oh, oy0 + band);
+  const int64_t oy_end = c.oy_end < 0 ? c.oh : std::min(c.oh, c.oy_end);
+  for (int64_t oy0 = std::max<int64_t>(0, c.oy_begin); oy0 < oy_end; oy0 += band) {
+    const int64_t oy1 = std::min(oy_end, oy0 + band);
     // Padded rows [py0, py1) hold every window of the band.
     const int64_t py0 = oy0 * c.stride_h, py1 = (oy1 - 1) * c.stride_h + c.kh;
     float* t = scratch;                       // (py1 - py0) x wp x 16

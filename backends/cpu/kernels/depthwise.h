@@ -75,6 +75,9 @@ struct Channels {
   int64_t kh, kw, stride_h, stride_w, pad_h, pad_w;
   const float* bias;  // count values, or null
   int64_t count;      // 1 to kChannelLanes
+  // The output rows to write, [oy_begin, oy_end) (oy_end < 0: to oh): a
+  // few planes split by rows across threads.
+  int64_t oy_begin = 0, oy_end = -1;
   Plane::Act act = Plane::kNone;
   float lo = 0.0f, hi = 0.0f;
 };

@@ -422,11 +422,9 @@ Conv::Conv(int64_t tile_, int64_t channels_, int64_t out_channels_, int64_t in_h
 
 int64_t Conv::block_floats() const { return point_count * (v_floats() + m_floats()); }
 
-// A range of tiles per thread when there are two blocks a thread at least
+// Whole blocks per thread when there are two blocks a thread at least
 // (every block reads all of U: with fewer, the threads share each block's
-// steps, and so U). The ranges are split evenly by tiles, not by blocks
-// (squeezenet's 27x27 layers, 49 tiles in 4 blocks of 16, gave one thread
-// 32 tiles and the other 17).
+// steps, and so U).
 bool Conv::ranges_per_worker(int64_t workers) const {
   return workers > 1 && ceil_div(tiles, block) >= 2 * workers;
 }
@@ -487,17 +485,14 @@ void Conv::run(const float* x, const float* u, const float* bias, const sgemm::E
   if (level(tile).input == nullptr) return;  // tile_for() said no: never planned
   const int64_t workers = std::min<int64_t>(pool.size(), std::max(1, slots));
   if (ranges_per_worker(workers)) {
-    // Each thread its own range of tiles, in blocks, all three steps on
-    // its own scratch, which stays in its core's L2, with no barrier
-    // between the steps.
-    pool.parallel_for(workers, 1, [&](int64_t s0, int64_t s1) {
-      for (int64_t s = s0; s < s1; ++s) {
-        float* mine = workspace + s * block_floats();
-        const int64_t end = (s + 1) * tiles / workers;
-        for (int64_t t = s * tiles / workers; t < end; t += block) {
-          run_block(t, std::min(block, end - t), x, u, bias, epilogue, y, mine, nullptr);
-        }
-      }
+    // Each thread runs whole blocks, all three steps on its own scratch,
+    // which stays in its core's L2, with no barrier between the steps; the
+    // blocks evened out (49 tiles: four of 12 or 13) and claimed one at a
+    // time, so a thread that starts late takes fewer.
+    const int64_t blocks = ceil_div(tiles, block);
+    pool.for_each_task(workers, blocks, [&](int64_t s, int64_t b) {
+      const int64_t t0 = b * tiles / blocks, t1 = (b + 1) * tiles / blocks;
+      run_block(t0, t1 - t0, x, u, bias, epilogue, y, workspace + s * block_floats(), nullptr);
     });
     return;
   }

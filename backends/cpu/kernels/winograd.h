@@ -82,8 +82,8 @@ class Conv {
   int64_t block_floats() const;  // one block's scratch
 
  private:
-  // Whether a run on `workers` threads gives each its own range of tiles
-  // (and scratch), rather than sharing each step of each block.
+  // Whether a run on `workers` threads gives each whole blocks of tiles
+  // (and scratch of its own), rather than sharing each step of each block.
   bool ranges_per_worker(int64_t workers) const;
   // The n (<= block) tiles from t0: input transform, GEMMs, output
   // transform, each split across pool (null: on the calling thread).
