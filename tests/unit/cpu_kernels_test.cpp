@@ -1961,9 +1961,6 @@ TEST(Winograd, TileBySizeAndOnly3x3Stride1) {
   EXPECT_EQ(wg::tile_for(five, 8, 8), 0);
 }
 
-// FusedConv + Relu / Clip on the small-plane depthwise path (the activation
-// applied in its store): the same bits as the Conv followed by the
-// activation's formula (comparisons and selections do no arithmetic).
 // The stem kernel (stem.h) at each level it has (AVX-512 vectors and the
 // scalar loop the other levels fall back to) against the direct sum in
 // double: channel blocks with tails (m not a multiple of 8), rows with
@@ -2042,31 +2039,62 @@ TEST(Stem, EveryLevelMatchesTheDirectSum) {
   EXPECT_GE(levels, 1);
 }
 
-TEST(Conv, DepthwiseSmallPlanesApplyTheFusedActivation) {
-  const int64_t c = 24, h = 9, w = 10;
-  const std::vector<float> x = Random(c * h * w, 71), wt = Random(c * 9, 72), bias = Random(c, 73);
-  for (const char* act : {"Relu", "Clip"}) {
-    SCOPED_TRACE(act);
-    Backend be(2);
-    Node plain("Conv", "dw");
-    plain.in({1, c, h, w}, x).in({c, 1, 3, 3}, wt, true).in({c}, bias, true).out({1, c, h, w})
-        .i("group", c).ints("pads", {1, 1, 1, 1});
-    ASSERT_TRUE(Runs(be, plain));
-    std::vector<float> want = plain.result();
-    for (float& v : want) {
-      if (std::string(act) == "Relu") {
-        v = v > 0.0f ? v : 0.0f;
-      } else {
-        v = v < -0.25f ? -0.25f : v;
-        v = v > 0.5f ? 0.5f : v;
+// FusedConv on the depthwise paths (sixteen channels a task in bands, a
+// 16-channel block split by rows across threads, the per-plane kernel of
+// a wide plane, and that kernel again where a forced level has no channel
+// path) and on the pointwise GEMM: Relu / Clip in the store, sigmoid,
+// SiLU, HardSwish and GELU by the tile hook on each band, plane or block.
+// Each gives the bits of the Conv followed by the activation over the
+// whole output (the formula for Relu / Clip, vmath for the others, as the
+// unfused path computes them).
+TEST(Conv, FusedActivationsHaveTheUnfusedBits) {
+  using kite::cpu::sgemm::MicroKernel;
+  struct Shape4 {
+    int64_t c, m, h, w, k, group;
+  };
+  const Shape4 shapes[] = {{24, 24, 9, 10, 3, 24}, {16, 16, 20, 7, 3, 16}, {3, 3, 4, 1500, 3, 3},
+                           {40, 56, 9, 13, 1, 1}};
+  for (MicroKernel level : {MicroKernel::kAvx512, MicroKernel::kPortable}) {
+    const ForcedGemmKernel forced(level);
+    if (!forced.ok()) continue;
+    for (const Shape4& sh : shapes) {
+      const int64_t pad = sh.k / 2;
+      const std::vector<float> x = Random(sh.c * sh.h * sh.w, 71), wt = Random(sh.m * sh.c / sh.group * sh.k * sh.k, 72),
+                               bias = Random(sh.m, 73);
+      for (const char* act : {"Relu", "Clip", "Sigmoid", "SiLU", "HardSwish", "Gelu"}) {
+        const std::string a = act;
+        SCOPED_TRACE(a + " level " + std::to_string(static_cast<int>(level)) + " c " + std::to_string(sh.c) +
+                     " " + std::to_string(sh.h) + "x" + std::to_string(sh.w));
+        Backend be(2);
+        Node plain("Conv", "conv");
+        plain.in({1, sh.c, sh.h, sh.w}, x).in({sh.m, sh.c / sh.group, sh.k, sh.k}, wt, true).in({sh.m}, bias, true)
+            .out({1, sh.m, sh.h, sh.w}).i("group", sh.group).ints("pads", {pad, pad, pad, pad});
+        ASSERT_TRUE(Runs(be, plain));
+        std::vector<float> want = plain.result();
+        const int64_t n = static_cast<int64_t>(want.size());
+        if (a == "Relu") {
+          for (float& v : want) v = v > 0.0f ? v : 0.0f;
+        } else if (a == "Clip") {
+          for (float& v : want) {
+            v = v < -0.25f ? -0.25f : v;
+            v = v > 0.5f ? 0.5f : v;
+          }
+        } else if (a == "Sigmoid" || a == "SiLU") {
+          kite::cpu::vmath::sigmoid(want.data(), want.data(), n, a == "SiLU");
+        } else if (a == "HardSwish") {
+          kite::cpu::vmath::hard_sigmoid(want.data(), want.data(), n, 1.0f / 6.0f, 0.5f, true);
+        } else {
+          kite::cpu::vmath::gelu(want.data(), want.data(), n);
+        }
+        Node fused("FusedConv", "conv_act");
+        fused.domain("kite").fused("Conv+" + a).in({1, sh.c, sh.h, sh.w}, x)
+            .in({sh.m, sh.c / sh.group, sh.k, sh.k}, wt, true).in({sh.m}, bias, true).out({1, sh.m, sh.h, sh.w})
+            .i("group", sh.group).ints("pads", {pad, pad, pad, pad}).s("activation", a);
+        if (a == "Clip") fused.f("activation_alpha", -0.25f).f("activation_beta", 0.5f);
+        ASSERT_TRUE(Runs(be, fused));
+        ExpectExact(fused.result(), want);
       }
     }
-    Node fused("FusedConv", "dw_act");
-    fused.domain("kite").fused(std::string("Conv+") + act).in({1, c, h, w}, x).in({c, 1, 3, 3}, wt, true)
-        .in({c}, bias, true).out({1, c, h, w}).i("group", c).ints("pads", {1, 1, 1, 1}).s("activation", act);
-    if (std::string(act) == "Clip") fused.f("activation_alpha", -0.25f).f("activation_beta", 0.5f);
-    ASSERT_TRUE(Runs(be, fused));
-    ExpectExact(fused.result(), want);
   }
 }
 

@@ -255,12 +255,14 @@ class ConvKernel : public Kernel {
   // Relu and Clip go into the GEMM's store of each tile (sgemm::Epilogue),
   // or the vectorised depthwise plane's (depthwise::Plane::act); the other
   // direct loops leave them to the wrapper. Sigmoid, SiLU, hard sigmoid /
-  // swish and GELU go to the GEMM's tile hook (fused::activation_tile) on
-  // the GEMM paths: each strip of the output gets its activation while in
-  // L1 instead of in a pass over the whole output afterwards.
+  // swish and GELU go to the tile hook (fused::activation_tile) on the GEMM
+  // paths (each task's block of the output, in L2) and the vectorised
+  // depthwise ones (each band of sixteen channels before it goes back to
+  // the planes, or each plane), instead of a pass over the whole output
+  // afterwards.
   bool take_activation(const kite::ops::FusedActivation& act) override {
     if (direct_ && !vector_depthwise()) return false;
-    if (!direct_ && !stem_ && !winograd_) {
+    if (!stem_ && !winograd_) {
       tile_act_ = act;
       if (fused::activation_as_tile_hook(tile_act_, &epilogue_)) return true;
     }
@@ -466,14 +468,13 @@ class ConvKernel : public Kernel {
       return;
     }
     if (vector_depthwise()) {
-      // One task per scratch slice, each over a contiguous range of planes.
+      // A plane a task, on one scratch slice per thread.
       const int64_t planes = batch_ * out_channels_;
       const int64_t slices = std::max<int64_t>(
           1, std::min<int64_t>({static_cast<int64_t>(pool.size()), std::max(1, threads), planes}));
       float* scratch = workspace()->data();
       pool.for_each_task(slices, planes, [&](int64_t s, int64_t t) {
-        depthwise::run_plane(depthwise_plane(t / out_channels_, t % out_channels_),
-                             scratch + s * plane_scratch_);
+        run_depthwise_plane(t / out_channels_, t % out_channels_, scratch + s * plane_scratch_);
       });
       return;
     }
@@ -564,6 +565,8 @@ class ConvKernel : public Kernel {
     geometry.act = plane_act();
     geometry.lo = epilogue_.lo;
     geometry.hi = epilogue_.hi;
+    geometry.tile = epilogue_.tile;
+    geometry.tile_ctx = epilogue_.tile_ctx;
     pool.for_each_task(slices, tasks, [&](int64_t s, int64_t t) {
       float* mine = scratch + s * plane_scratch_;
       const int64_t b = t / parts, part = t % parts;
@@ -580,7 +583,7 @@ class ConvKernel : public Kernel {
       // The level changed since prepare (tests force levels): plane by
       // plane, by the task that has each block's first rows.
       if (part != 0) return;
-      for (int64_t m = c0; m < c0 + c.count; ++m) depthwise::run_plane(depthwise_plane(n, m), mine);
+      for (int64_t m = c0; m < c0 + c.count; ++m) run_depthwise_plane(n, m, mine);
     });
   }
 
@@ -598,6 +601,13 @@ class ConvKernel : public Kernel {
   bool vector_depthwise() const {
     return direct_ && g_.in[0] == 1 && g_.out[0] == 1 && g_.kernel[0] == 1 &&
            depthwise::handles(g_.stride[2], g_.dilation[2]);
+  }
+  // The vectorised depthwise kernel on output channel m of batch item n,
+  // then the tile hook, when there is one, on the plane.
+  void run_depthwise_plane(int64_t n, int64_t m, float* scratch) const {
+    const depthwise::Plane p = depthwise_plane(n, m);
+    depthwise::run_plane(p, scratch);
+    if (epilogue_.tile) epilogue_.tile(epilogue_.tile_ctx, p.out, pixels_, 1, pixels_);
   }
   // Output channel m of batch item n as a depthwise plane.
   depthwise::Plane depthwise_plane(int64_t n, int64_t m) const {

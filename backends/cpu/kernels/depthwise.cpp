@@ -187,6 +187,10 @@ void channels(const Channels& c, float* scratch) {
         default: break;
       }
     }
+    if (c.tile) {
+      const int64_t floats = (oy1 - oy0) * c.ow * 16;
+      c.tile(c.tile_ctx, o, floats, 1, floats);
+    }
     // Back to the planes: sixteen pixel vectors transposed to sixteen
     // channel rows of sixteen pixels.
     const int64_t out0 = oy0 * c.ow, out1 = oy1 * c.ow;

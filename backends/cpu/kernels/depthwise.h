@@ -80,6 +80,12 @@ struct Channels {
   int64_t oy_begin = 0, oy_end = -1;
   Plane::Act act = Plane::kNone;
   float lo = 0.0f, hi = 0.0f;
+  // When set, runs on each band's outputs, after act, before they go back
+  // to the planes (rows 1, cols the band's floats, contiguous: an
+  // activation the registers do not take, sgemm::Epilogue::tile's
+  // signature); lanes past count hold values nobody stores.
+  void (*tile)(const void* ctx, float* v, int64_t ld, int64_t rows, int64_t cols) = nullptr;
+  const void* tile_ctx = nullptr;
 };
 constexpr int64_t kChannelLanes = 16;
 // The padded buffer's columns: every window inside.
