@@ -1142,6 +1142,48 @@ TEST(Sgemm, LoneLastColumnHasTheBlockKernelsBits) {
   }
 }
 
+// One row (m = 1, a fully connected layer at batch 1) from packed B goes
+// to row_avx512 on AVX-512, with the block kernel's arithmetic: its bits
+// are those of the same row computed among seven (where the block kernel
+// runs). k within one k block and across two and three, column tails
+// inside a panel, a pair and a group of 64, every mode (plain, row bias,
+// accumulate, Relu, Clip), one thread and a pool; nothing past n touched.
+TEST(Sgemm, OneRowHasTheBlockKernelsBits) {
+  namespace sg = kite::cpu::sgemm;
+  kite::cpu::ThreadPool pool(2);
+  const int64_t rows = 7;
+  for (int64_t k : {3, 300, 513}) {
+    for (int64_t n : {5, 17, 64, 71, 1000}) {
+      const std::vector<float> a = Random(rows * k, 191), b = Random(k * n, 192), bias = Random(rows, 193);
+      const std::vector<float> c0 = Random(rows * (n + 3), 194);
+      std::vector<float> pa1(sg::packed_a_floats(1, k)), pa7(sg::packed_a_floats(rows, k));
+      std::vector<float> pb(sg::packed_b_floats(k, n));
+      sg::pack_a(a.data(), k, 1, 1, k, 1.0f, pa1.data(), nullptr);
+      sg::pack_a(a.data(), k, 1, rows, k, 1.0f, pa7.data(), nullptr);
+      sg::pack_b(b.data(), n, 1, k, n, pb.data(), nullptr);
+      const int64_t ldc = n + 3;
+      for (int mode = 0; mode < 5; ++mode) {  // plain, bias, accumulate, Relu, Clip
+        sg::Epilogue e;
+        e.kind = mode == 3 ? sg::Epilogue::kRelu : mode == 4 ? sg::Epilogue::kClip : sg::Epilogue::kNone;
+        e.lo = -0.5f;
+        e.hi = 0.5f;
+        const float* rb = mode == 1 || mode == 4 ? bias.data() : nullptr;
+        for (kite::cpu::ThreadPool* p : {static_cast<kite::cpu::ThreadPool*>(nullptr), &pool}) {
+          std::vector<float> ref = c0, got = c0;
+          sg::gemm_packed(rows, n, k, pa7.data(), pb.data(), ref.data(), ldc, rb, mode == 2, p, &e);
+          sg::gemm_packed(1, n, k, pa1.data(), pb.data(), got.data(), ldc, rb, mode == 2, p, &e);
+          for (int64_t j = 0; j < ldc; ++j) {
+            const float want = j < n ? ref[j] : c0[j];
+            ASSERT_EQ(std::memcmp(&got[j], &want, sizeof(float)), 0)
+                << "k " << k << " n " << n << " mode " << mode << (p ? " pool" : "") << " at " << j << ": "
+                << got[j] << " vs " << want;
+          }
+        }
+      }
+    }
+  }
+}
+
 // One column (n = 1) from B packed (x every 8 floats) or read in place with
 // rows 3 floats apart: the GEMV copies x contiguous when k <= 4096 and
 // gathers it when longer; both sides of that limit against the reference

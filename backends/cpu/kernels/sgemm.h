@@ -138,6 +138,16 @@ void gemv_panels_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, const fl
 void column_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t kc_block,
                    const float* packed_a, const float* x, int64_t x_stride, float* y, int64_t ldy,
                    const float* row_bias, bool accumulate, const Epilogue* epilogue);
+// One row of C (m = 1: a fully connected layer at batch 1, x times packed
+// weights) over B panels [jp0, jp1) packed, c the row: 64 columns a step,
+// four 16-lane accumulators fed by one broadcast of x(p) each k, with the
+// block kernel's arithmetic step for step (k blocks of kc_block, each
+// block's FMAs in k order from zero, then + C or + the row bias, then the
+// epilogue), so the same bits; the block kernel spends six rows of FMAs
+// (a panel of A) on this one.
+void row_avx512(int64_t jp0, int64_t jp1, int64_t n, int64_t k, int64_t kc_block, const float* packed_a,
+                const float* packed_b, float* c, const float* row_bias, bool accumulate,
+                const Epilogue* epilogue);
 // AArch64 Advanced SIMD (sgemm_neon.cpp); stubs elsewhere.
 bool cpu_has_neon();
 // Armv8.2-A extensions, detected at run time (AT_HWCAP on Linux): fp16

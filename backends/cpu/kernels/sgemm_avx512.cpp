@@ -355,6 +355,67 @@ void column_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t kc_bl
   }
 }
 
+void row_avx512(int64_t jp0, int64_t jp1, int64_t n, int64_t k, int64_t kc_block, const float* packed_a,
+                const float* packed_b, float* c, const float* row_bias, bool accumulate,
+                const Epilogue* epilogue) {
+  constexpr int64_t kGroup = 8;  // B panels a step: 64 columns, four accumulators
+  const float bias = row_bias ? row_bias[0] : 0.0f;
+  for (int64_t jp = jp0; jp < jp1; jp += kGroup) {
+    const int64_t panels = std::min(kGroup, jp1 - jp);
+    const int64_t j = jp * kNR;
+    const int64_t cols = std::min(panels * kNR, n - j);
+    const int z_count = static_cast<int>((panels + 1) / 2);
+    // Past the last panel, a pair's high half reads the low one again
+    // (columns nobody stores).
+    const float* b[kGroup];
+    for (int64_t q = 0; q < kGroup; ++q) b[q] = packed_b + (jp + std::min(q, panels - 1)) * k * kNR;
+    for (int64_t k0 = 0; k0 < k; k0 += kc_block) {
+      const int64_t kc = std::min(kc_block, k - k0);
+      __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+      const float* a = packed_a + k0 * kMR;
+      const int64_t o = k0 * kNR;
+      for (int64_t p = 0; p < kc; ++p) {
+        const __m512 av = _mm512_set1_ps(a[p * kMR]);
+        const int64_t at = o + p * kNR;
+        if ((p & 7) == 0) {
+          // Eight panels read side by side: each one's line a few hundred
+          // bytes ahead (one line holds two k rows of a panel).
+          for (int q = 0; q < 2 * z_count; ++q) {
+            _mm_prefetch(reinterpret_cast<const char*>(b[q] + at + 128), _MM_HINT_T0);
+          }
+        }
+        for (int z = 0; z < 4; ++z) {
+          if (z < z_count) acc[z] = _mm512_fmadd_ps(av, load_pair(b[2 * z] + at, b[2 * z + 1] + at), acc[z]);
+        }
+      }
+      const bool add = accumulate || k0 > 0;
+      const bool last = k0 + kc == k;
+      for (int z = 0; z < z_count; ++z) {
+        const int64_t left = cols - 16 * z;
+        if (left <= 0) break;
+        const __mmask16 m = column_mask(left);
+        float* cz = c + j + 16 * z;
+        __m512 v = acc[z];
+        if (add) {
+          v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, cz));
+        } else if (row_bias) {
+          v = _mm512_add_ps(v, _mm512_set1_ps(bias));
+        }
+        if (last && epilogue) {
+          constexpr __mmask16 kAll = 0xFFFF;  // (masked forms: see block)
+          if (epilogue->kind == Epilogue::kRelu) {
+            v = _mm512_maskz_max_ps(kAll, v, _mm512_setzero_ps());
+          } else if (epilogue->kind == Epilogue::kClip) {
+            v = _mm512_maskz_max_ps(kAll, _mm512_set1_ps(epilogue->lo), v);
+            v = _mm512_maskz_min_ps(kAll, _mm512_set1_ps(epilogue->hi), v);
+          }
+        }
+        _mm512_mask_storeu_ps(cz, m, v);
+      }
+    }
+  }
+}
+
 }  // namespace kite::cpu::sgemm::detail
 
 #if defined(__clang__)
@@ -376,6 +437,8 @@ void gemv_panels_avx512(int64_t, int64_t, int64_t, int64_t, const float*, const 
                         float*, int64_t, const float*, bool, const Epilogue*) {}
 void column_avx512(int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t,
                    float*, int64_t, const float*, bool, const Epilogue*) {}
+void row_avx512(int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, float*,
+                const float*, bool, const Epilogue*) {}
 
 }  // namespace kite::cpu::sgemm::detail
 
