@@ -37,6 +37,13 @@ class Kernel {
   // prepare: true when run will apply it itself (in its own store, e.g.
   // the GEMM's epilogue), so the wrapper must not apply it again.
   virtual bool take_activation(const kite::ops::FusedActivation& /*act*/) { return false; }
+  // A fused kernel offers a hook for each finished block of the output
+  // (rows x cols floats at c, ld apart), to run while the block is in
+  // cache instead of in a pass over the whole output afterwards (MatMul's
+  // bias and activation): true when run will call it on every output value
+  // exactly once (sgemm::Epilogue::tile's contract).
+  using TileHook = void (*)(const void* ctx, float* c, int64_t ld, int64_t rows, int64_t cols);
+  virtual bool take_tile_hook(TileHook /*hook*/, const void* /*ctx*/) { return false; }
 };
 
 // Scratch memory shared by the kernels of one backend instance. Kernels run

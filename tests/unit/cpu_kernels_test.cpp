@@ -2140,6 +2140,83 @@ TEST(Conv, FusedActivationsHaveTheUnfusedBits) {
   }
 }
 
+// FusedMatMul (bias along the last axis, then an activation) by the
+// MatMul's tile hook on each finished block, and FusedGemm's activation in
+// the GEMM's store or hook: the bits of the unfused MatMul / Gemm followed
+// by vmath::add of the bias row and the activation over the whole output.
+// Shapes: batched rows, one row (the row kernel), one column (the GEMV),
+// K across k blocks; two threads.
+TEST(MatMul, FusedBiasAndActivationHaveTheUnfusedBits) {
+  struct Case {
+    Shape a, b;
+  };
+  const Case cases[] = {{{2, 5, 37}, {37, 70}}, {{1, 300}, {300, 1000}}, {{40, 37}, {37, 1}}, {{13, 513}, {513, 33}}};
+  for (const Case& k : cases) {
+    const int64_t n = k.b[1], kk = k.b[0];
+    Shape out = k.a;
+    out.back() = n;
+    const std::vector<float> a = Random(Numel(k.a), 81), b = Random(Numel(k.b), 82), bias = Random(n, 83);
+    for (const char* act : {"", "Relu", "Clip", "SiLU", "Gelu"}) {
+      const std::string name = act;
+      SCOPED_TRACE("act '" + name + "' k " + std::to_string(kk) + " n " + std::to_string(n));
+      Backend be(2);
+      Node plain("MatMul", "mm");
+      plain.in(k.a, a).in(k.b, b, true).out(out);
+      ASSERT_TRUE(Runs(be, plain));
+      std::vector<float> want = plain.result();
+      const int64_t rows = static_cast<int64_t>(want.size()) / n;
+      for (int64_t r = 0; r < rows; ++r) {
+        float* row = want.data() + r * n;
+        kite::cpu::vmath::add(row, bias.data(), row, n);
+        if (name == "Relu") {
+          for (int64_t j = 0; j < n; ++j) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+        } else if (name == "Clip") {
+          for (int64_t j = 0; j < n; ++j) {
+            row[j] = row[j] < -0.25f ? -0.25f : row[j];
+            row[j] = row[j] > 0.5f ? 0.5f : row[j];
+          }
+        } else if (name == "SiLU") {
+          kite::cpu::vmath::sigmoid(row, row, n, true);
+        } else if (name == "Gelu") {
+          kite::cpu::vmath::gelu(row, row, n);
+        }
+      }
+      Node fused("FusedMatMul", "fmm");
+      fused.domain("kite").fused("MatMul+Add" + (name.empty() ? std::string() : "+" + name)).in(k.a, a)
+          .in(k.b, b, true).in({n}, bias, true).out(out);
+      if (!name.empty()) fused.s("activation", name);
+      if (name == "Clip") fused.f("activation_alpha", -0.25f).f("activation_beta", 0.5f);
+      ASSERT_TRUE(Runs(be, fused));
+      ExpectExact(fused.result(), want);
+      if (name.empty() || k.a.size() != 2) continue;
+      // FusedGemm: A x B + C, then the activation (C the bias row).
+      Node gemm("Gemm", "g");
+      gemm.in(k.a, a).in(k.b, b, true).in({n}, bias, true).out(out);
+      ASSERT_TRUE(Runs(be, gemm));
+      std::vector<float> gwant = gemm.result();
+      const int64_t count = static_cast<int64_t>(gwant.size());
+      if (name == "Relu") {
+        for (float& v : gwant) v = v > 0.0f ? v : 0.0f;
+      } else if (name == "Clip") {
+        for (float& v : gwant) {
+          v = v < -0.25f ? -0.25f : v;
+          v = v > 0.5f ? 0.5f : v;
+        }
+      } else if (name == "SiLU") {
+        kite::cpu::vmath::sigmoid(gwant.data(), gwant.data(), count, true);
+      } else {
+        kite::cpu::vmath::gelu(gwant.data(), gwant.data(), count);
+      }
+      Node fg("FusedGemm", "fg");
+      fg.domain("kite").fused("Gemm+" + name).in(k.a, a).in(k.b, b, true).in({n}, bias, true).out(out)
+          .s("activation", name);
+      if (name == "Clip") fg.f("activation_alpha", -0.25f).f("activation_beta", 0.5f);
+      ASSERT_TRUE(Runs(be, fg));
+      ExpectExact(fg.result(), gwant);
+    }
+  }
+}
+
 TEST(Conv, Handcomputed) {
   // 1x1x3x3 input, 2x2 kernel of ones, stride 1, no padding, bias 0.5.
   Backend be;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common.h"
+#include "fused_common.h"
 #include "kernels.h"
 #include "sgemm.h"
 #include "weight_pack.h"
@@ -41,6 +42,29 @@ class MatrixProductKernel : public Kernel {
     addend_ = c_in;
     beta_ = beta;
     addend_plan_ = make_broadcast_plan({m_, n_}, {&c_shape});
+  }
+
+  // Relu and Clip in the GEMM's store, the activations vmath computes by
+  // its tile hook on each task's block (FusedGemm), as Conv does.
+  bool take_activation(const kite::ops::FusedActivation& act) override {
+    if (epilogue_.tile != nullptr) return false;
+    tile_act_ = act;
+    if (fused::activation_as_tile_hook(tile_act_, &epilogue_)) return true;
+    if (act.kind == kite::ops::FusedActivation::kRelu) {
+      epilogue_.kind = sgemm::Epilogue::kRelu;
+      return true;
+    }
+    if (act.kind == kite::ops::FusedActivation::kClip) {
+      epilogue_ = {sgemm::Epilogue::kClip, act.alpha, act.beta};
+      return true;
+    }
+    return false;
+  }
+  bool take_tile_hook(TileHook hook, const void* ctx) override {
+    if (epilogue_.tile != nullptr || epilogue_.kind != sgemm::Epilogue::kNone) return false;
+    epilogue_.tile = hook;
+    epilogue_.tile_ctx = ctx;
+    return true;
   }
 
   // false with err when the file's packed form of a weight is malformed.
@@ -131,7 +155,7 @@ class MatrixProductKernel : public Kernel {
       pb = w;
     }
     sgemm::gemm_packed(m_, n_, k_, pa, pb, c_ + batch * m_ * n_, n_, nullptr, addend_ != nullptr,
-                       pool);
+                       pool, &epilogue_);
   }
 
   void fill_addend(ThreadPool& pool) {
@@ -147,6 +171,8 @@ class MatrixProductKernel : public Kernel {
     });
   }
 
+  sgemm::Epilogue epilogue_;             // kNone and no hook unless a fused node handed one over
+  kite::ops::FusedActivation tile_act_;  // epilogue_.tile's activation, when take_activation set it
   int64_t m_, n_, k_;
   float alpha_;
   Operand a_, b_;
