@@ -2084,8 +2084,9 @@ TEST(Stem, EveryLevelMatchesTheDirectSum) {
 // FusedConv on the depthwise paths (sixteen channels a task in bands, a
 // 16-channel block split by rows across threads, the per-plane kernel of
 // a wide plane, and that kernel again where a forced level has no channel
-// path) and on the pointwise GEMM: Relu / Clip in the store, sigmoid,
-// SiLU, HardSwish and GELU by the tile hook on each band, plane or block.
+// path), on the pointwise GEMM and on the stem kernel: Relu / Clip in the
+// store, sigmoid, SiLU, HardSwish and GELU by the tile hook on each band,
+// plane, block or row.
 // Each gives the bits of the Conv followed by the activation over the
 // whole output (the formula for Relu / Clip, vmath for the others, as the
 // unfused path computes them).
@@ -2094,8 +2095,10 @@ TEST(Conv, FusedActivationsHaveTheUnfusedBits) {
   struct Shape4 {
     int64_t c, m, h, w, k, group;
   };
+  // (The last: three input channels, the stem kernel on AVX-512, the GEMM
+  // at the portable level.)
   const Shape4 shapes[] = {{24, 24, 9, 10, 3, 24}, {16, 16, 20, 7, 3, 16}, {3, 3, 4, 1500, 3, 3},
-                           {40, 56, 9, 13, 1, 1}};
+                           {40, 56, 9, 13, 1, 1}, {3, 20, 23, 37, 3, 1}};
   for (MicroKernel level : {MicroKernel::kAvx512, MicroKernel::kPortable}) {
     const ForcedGemmKernel forced(level);
     if (!forced.ok()) continue;

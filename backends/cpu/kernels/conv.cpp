@@ -256,13 +256,13 @@ class ConvKernel : public Kernel {
   // or the vectorised depthwise plane's (depthwise::Plane::act); the other
   // direct loops leave them to the wrapper. Sigmoid, SiLU, hard sigmoid /
   // swish and GELU go to the tile hook (fused::activation_tile) on the GEMM
-  // paths (each task's block of the output, in L2) and the vectorised
+  // paths (each task's block of the output, in L2), the vectorised
   // depthwise ones (each band of sixteen channels before it goes back to
-  // the planes, or each plane), instead of a pass over the whole output
-  // afterwards.
+  // the planes, or each plane) and the stem (each output row of eight
+  // channels), instead of a pass over the whole output afterwards.
   bool take_activation(const kite::ops::FusedActivation& act) override {
     if (direct_ && !vector_depthwise()) return false;
-    if (!stem_ && !winograd_) {
+    if (!winograd_) {
       tile_act_ = act;
       if (fused::activation_as_tile_hook(tile_act_, &epilogue_)) return true;
     }

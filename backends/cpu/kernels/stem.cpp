@@ -66,6 +66,7 @@ void run_scalar(const Geometry& g, const float* pad, const float* weights, const
         out[ox] = sgemm::finish_value(e, bias ? acc + bias[m] : acc);
       }
     }
+    if (e.tile) e.tile(e.tile_ctx, y + (mb * kChannelBlock * g.oh + oy) * g.ow, g.oh * g.ow, count, g.ow);
   }
 }
 
@@ -235,6 +236,8 @@ void row(const Geometry& g, const float* pad, const float* weights, const float*
   } else if (left > 0) {
     pixels<1, S>(g, pad, hp, wp, wb, bias, m0, count, e, y, oy, ox, left);
   }
+  // The row of the eight channels is final: the tile hook while in L1.
+  if (e.tile) e.tile(e.tile_ctx, y + (m0 * g.oh + oy) * g.ow, g.oh * g.ow, count, g.ow);
 }
 
 }  // namespace

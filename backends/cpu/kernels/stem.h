@@ -53,7 +53,7 @@ void arrange_weights(const Geometry& g, const float* w, float* dst);
 int64_t scratch_floats(const Geometry& g);
 
 // y (M x OH x OW) = conv(x (C x H x W)) + bias (null: none), then the
-// epilogue. weights: arrange_weights' output. AVX-512 when that is the GEMM
+// epilogue (its tile hook on each output row of eight channels). weights: arrange_weights' output. AVX-512 when that is the GEMM
 // level in use, else a scalar loop over the same padded copy.
 void run(const Geometry& g, const float* x, const float* weights, const float* bias,
          const sgemm::Epilogue& epilogue, float* y, float* scratch, ThreadPool& pool);
