@@ -429,7 +429,8 @@ void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const floa
     // One row from packed B (a fully connected layer at batch 1): the row
     // kernel, 64 columns a step, split by column groups when there is
     // enough work for a second thread. Measured on an AMD EPYC (Zen 4),
-    // 1 thread: mobilenet_v2's 1280 -> 1000 classifier 0.31 -> 0.17 ms.
+    // 1 thread, in the model: mobilenet_v2's 1280 -> 1000 classifier 0.33
+    // -> 0.26 ms, efficientnet_b0's 0.44 -> 0.29.
     const int64_t panels = (n + kNR - 1) / kNR;
     auto body = [&](int64_t begin, int64_t end) {
       const int64_t jp0 = begin * 8, jp1 = std::min(panels, end * 8);
