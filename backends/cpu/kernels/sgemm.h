@@ -35,10 +35,12 @@ void pack_b(const float* b, int64_t row_stride, int64_t col_stride, int64_t k, i
 // (fused_common.cpp), so both give the same bits.
 //
 // tile, when set, runs after that on each finished tile of C (rows x cols
-// floats at c, ldc apart; a strip of the block's columns over its row
-// block, a column for the GEMV): an activation too long for the store's
-// registers (SiLU, GELU: fused_common's activation_tile), applied while the
-// tile is in L1. It must give a value's bits whatever tile it comes in.
+// floats at c, ldc apart): a task's block on the AVX-512 level (up to 96
+// rows by 256 columns, in L2), a panel's strip on the others, a range of
+// the column for the GEMV, of the row for one-row products; every value
+// of C once. An activation too long for the store's registers (SiLU,
+// GELU: fused_common's activation_tile), or a fused MatMul's bias and
+// activation. It must give a value's bits whatever tile it comes in.
 struct Epilogue {
   enum Kind { kNone, kRelu, kClip };
   Kind kind = kNone;

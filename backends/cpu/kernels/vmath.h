@@ -22,10 +22,10 @@ namespace kite::cpu::vmath {
 constexpr double kSigmoidRelError = 5e-7;  // measured: 1.4e-7 on x86-64
 void sigmoid(const float* in, float* out, int64_t n, bool times_x);
 // sigmoid in place on rows rows of n floats, v[r * ld + i]: one call, one
-// dispatch, for a tile of a GEMM's output (its tile hook runs on strips of
-// 32 columns; a call a row cost efficientnet_b0's 16 -> 96 layer a quarter
-// of its time on Zen 4). Each value's bits are sigmoid's. gelu_rows and
-// hard_sigmoid_rows likewise.
+// dispatch and the constants loaded once, for a tile of a GEMM's output (a
+// call of sigmoid a row of 32 floats made efficientnet_b0's 16 -> 96 layer
+// a quarter slower on Zen 4). Each value's bits are sigmoid's. gelu_rows
+// and hard_sigmoid_rows likewise.
 void sigmoid_rows(float* v, int64_t ld, int64_t rows, int64_t n, bool times_x);
 
 // out[i] = gelu(in[i]) = 0.5 x (1 + erf(x / sqrt 2)) (ONNX Gelu, approximate
