@@ -21,6 +21,7 @@
 #include "kite/backend.h"
 #include "kite/ops/fused.h"
 #include "kite/ops/op_node.h"
+#include "kernels/sgemm.h"
 #include "thread_pool.h"
 
 namespace kite::cpu {
@@ -42,8 +43,7 @@ class Kernel {
   // cache instead of in a pass over the whole output afterwards (MatMul's
   // bias and activation): true when run will call it on every output value
   // exactly once (sgemm::Epilogue::tile's contract).
-  using TileHook = void (*)(const void* ctx, float* c, int64_t ld, int64_t rows, int64_t cols);
-  virtual bool take_tile_hook(TileHook /*hook*/, const void* /*ctx*/) { return false; }
+  virtual bool take_tile_hook(sgemm::TileHook /*hook*/, const void* /*ctx*/) { return false; }
 };
 
 // Scratch memory shared by the kernels of one backend instance. Kernels run

@@ -641,7 +641,7 @@ TEST(Sgemm, TileHookRunsOnceOnEveryValueWithTheActivationsBits) {
               if (hook == 0) {
                 e.tile = twice_plus_one;
               } else {
-                ASSERT_TRUE(fu::activation_as_tile_hook(acts[hook - 1], &e));
+                ASSERT_TRUE(fu::activation_into_epilogue(acts[hook - 1], true, &e));
               }
               std::vector<float> want = plain;
               for (int64_t i = 0; i < m; ++i) {
@@ -2081,6 +2081,27 @@ TEST(Stem, EveryLevelMatchesTheDirectSum) {
   EXPECT_GE(levels, 1);
 }
 
+// The unfused path's activation named name ("" none; Clip between -0.25
+// and 0.5, HardSwish with ONNX's 1/6 and 1/2) on n floats in place: the
+// formula for Relu / Clip, vmath for the others, as the unary kernels and
+// apply_activation compute them. The fused-activation tests' reference.
+void UnfusedActivation(const std::string& name, float* v, int64_t n) {
+  if (name == "Relu") {
+    for (int64_t i = 0; i < n; ++i) v[i] = v[i] > 0.0f ? v[i] : 0.0f;
+  } else if (name == "Clip") {
+    for (int64_t i = 0; i < n; ++i) {
+      v[i] = v[i] < -0.25f ? -0.25f : v[i];
+      v[i] = v[i] > 0.5f ? 0.5f : v[i];
+    }
+  } else if (name == "Sigmoid" || name == "SiLU") {
+    kite::cpu::vmath::sigmoid(v, v, n, name == "SiLU");
+  } else if (name == "HardSwish") {
+    kite::cpu::vmath::hard_sigmoid(v, v, n, 1.0f / 6.0f, 0.5f, true);
+  } else if (name == "Gelu") {
+    kite::cpu::vmath::gelu(v, v, n);
+  }
+}
+
 // FusedConv on the depthwise paths (sixteen channels a task in bands, a
 // 16-channel block split by rows across threads, the per-plane kernel of
 // a wide plane, and that kernel again where a forced level has no channel
@@ -2116,21 +2137,7 @@ TEST(Conv, FusedActivationsHaveTheUnfusedBits) {
             .out({1, sh.m, sh.h, sh.w}).i("group", sh.group).ints("pads", {pad, pad, pad, pad});
         ASSERT_TRUE(Runs(be, plain));
         std::vector<float> want = plain.result();
-        const int64_t n = static_cast<int64_t>(want.size());
-        if (a == "Relu") {
-          for (float& v : want) v = v > 0.0f ? v : 0.0f;
-        } else if (a == "Clip") {
-          for (float& v : want) {
-            v = v < -0.25f ? -0.25f : v;
-            v = v > 0.5f ? 0.5f : v;
-          }
-        } else if (a == "Sigmoid" || a == "SiLU") {
-          kite::cpu::vmath::sigmoid(want.data(), want.data(), n, a == "SiLU");
-        } else if (a == "HardSwish") {
-          kite::cpu::vmath::hard_sigmoid(want.data(), want.data(), n, 1.0f / 6.0f, 0.5f, true);
-        } else {
-          kite::cpu::vmath::gelu(want.data(), want.data(), n);
-        }
+        UnfusedActivation(a, want.data(), static_cast<int64_t>(want.size()));
         Node fused("FusedConv", "conv_act");
         fused.domain("kite").fused("Conv+" + a).in({1, sh.c, sh.h, sh.w}, x)
             .in({sh.m, sh.c / sh.group, sh.k, sh.k}, wt, true).in({sh.m}, bias, true).out({1, sh.m, sh.h, sh.w})
@@ -2171,18 +2178,7 @@ TEST(MatMul, FusedBiasAndActivationHaveTheUnfusedBits) {
       for (int64_t r = 0; r < rows; ++r) {
         float* row = want.data() + r * n;
         kite::cpu::vmath::add(row, bias.data(), row, n);
-        if (name == "Relu") {
-          for (int64_t j = 0; j < n; ++j) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
-        } else if (name == "Clip") {
-          for (int64_t j = 0; j < n; ++j) {
-            row[j] = row[j] < -0.25f ? -0.25f : row[j];
-            row[j] = row[j] > 0.5f ? 0.5f : row[j];
-          }
-        } else if (name == "SiLU") {
-          kite::cpu::vmath::sigmoid(row, row, n, true);
-        } else if (name == "Gelu") {
-          kite::cpu::vmath::gelu(row, row, n);
-        }
+        UnfusedActivation(name, row, n);
       }
       Node fused("FusedMatMul", "fmm");
       fused.domain("kite").fused("MatMul+Add" + (name.empty() ? std::string() : "+" + name)).in(k.a, a)
@@ -2197,19 +2193,7 @@ TEST(MatMul, FusedBiasAndActivationHaveTheUnfusedBits) {
       gemm.in(k.a, a).in(k.b, b, true).in({n}, bias, true).out(out);
       ASSERT_TRUE(Runs(be, gemm));
       std::vector<float> gwant = gemm.result();
-      const int64_t count = static_cast<int64_t>(gwant.size());
-      if (name == "Relu") {
-        for (float& v : gwant) v = v > 0.0f ? v : 0.0f;
-      } else if (name == "Clip") {
-        for (float& v : gwant) {
-          v = v < -0.25f ? -0.25f : v;
-          v = v > 0.5f ? 0.5f : v;
-        }
-      } else if (name == "SiLU") {
-        kite::cpu::vmath::sigmoid(gwant.data(), gwant.data(), count, true);
-      } else {
-        kite::cpu::vmath::gelu(gwant.data(), gwant.data(), count);
-      }
+      UnfusedActivation(name, gwant.data(), static_cast<int64_t>(gwant.size()));
       Node fg("FusedGemm", "fg");
       fg.domain("kite").fused("Gemm+" + name).in(k.a, a).in(k.b, b, true).in({n}, bias, true).out(out)
           .s("activation", name);

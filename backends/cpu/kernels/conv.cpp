@@ -262,18 +262,8 @@ class ConvKernel : public Kernel {
   // channels), instead of a pass over the whole output afterwards.
   bool take_activation(const kite::ops::FusedActivation& act) override {
     if (direct_ && !vector_depthwise()) return false;
-    if (!winograd_) {
-      tile_act_ = act;
-      if (fused::activation_as_tile_hook(tile_act_, &epilogue_)) return true;
-    }
-    if (act.kind == kite::ops::FusedActivation::kRelu) {
-      epilogue_.kind = sgemm::Epilogue::kRelu;
-    } else if (act.kind == kite::ops::FusedActivation::kClip) {
-      epilogue_ = {sgemm::Epilogue::kClip, act.alpha, act.beta};
-    } else {
-      return false;
-    }
-    return true;
+    tile_act_ = act;
+    return fused::activation_into_epilogue(tile_act_, !winograd_, &epilogue_);
   }
 
   void run(ThreadPool& pool) override {

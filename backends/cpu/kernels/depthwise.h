@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "sgemm.h"
+
 namespace kite::cpu::depthwise {
 
 struct Plane {
@@ -82,9 +84,9 @@ struct Channels {
   float lo = 0.0f, hi = 0.0f;
   // When set, runs on each band's outputs, after act, before they go back
   // to the planes (rows 1, cols the band's floats, contiguous: an
-  // activation the registers do not take, sgemm::Epilogue::tile's
-  // signature); lanes past count hold values nobody stores.
-  void (*tile)(const void* ctx, float* v, int64_t ld, int64_t rows, int64_t cols) = nullptr;
+  // activation the registers do not take); lanes past count hold values
+  // nobody stores.
+  sgemm::TileHook tile = nullptr;
   const void* tile_ctx = nullptr;
 };
 constexpr int64_t kChannelLanes = 16;

@@ -121,13 +121,22 @@ void activation_tile(const void* act, float* c, int64_t ldc, int64_t rows, int64
   }
 }
 
-bool activation_as_tile_hook(const Activation& act, sgemm::Epilogue* e) {
+bool activation_into_epilogue(const Activation& act, bool hook, sgemm::Epilogue* e) {
   switch (act.kind) {
+    case Activation::kRelu:
+      e->kind = sgemm::Epilogue::kRelu;
+      return true;
+    case Activation::kClip:
+      e->kind = sgemm::Epilogue::kClip;
+      e->lo = act.alpha;
+      e->hi = act.beta;
+      return true;
     case Activation::kSigmoid:
     case Activation::kSiLU:
     case Activation::kHardSigmoid:
     case Activation::kHardSwish:
     case Activation::kGelu:
+      if (!hook) return false;
       e->kind = sgemm::Epilogue::kNone;
       e->tile = activation_tile;
       e->tile_ctx = &act;

@@ -34,12 +34,12 @@ void apply_activation(const Activation& act, float* y, int64_t rows, int64_t n, 
 // act (an Activation) on one tile of C, rows x cols floats ldc apart, with
 // apply_activation's bits: the GEMM's tile hook (sgemm::Epilogue::tile).
 void activation_tile(const void* act, float* c, int64_t ldc, int64_t rows, int64_t cols);
-// Sets *e to run act by the tile hook (activation_tile over act, which must
-// outlive the GEMMs that use *e) when act is one the registers of the
-// GEMM's store do not take (sigmoid, SiLU, hard sigmoid / swish, GELU): each
-// tile then gets it while in L1, not in a second pass over the output from
-// L3. false (e untouched) for the others.
-bool activation_as_tile_hook(const Activation& act, sgemm::Epilogue* e);
+// Sets *e to apply act in a primitive kernel's store: Relu and Clip by the
+// store's own formulas, and, with hook, sigmoid, SiLU, hard sigmoid /
+// swish and GELU by the tile hook (activation_tile over act, which must
+// outlive the runs that use *e), so each block gets it while in cache, not
+// in a second pass over the output. false (e untouched) for the others.
+bool activation_into_epilogue(const Activation& act, bool hook, sgemm::Epilogue* e);
 
 // The fused node as the primitive op it extends, its declared output, and
 // the primitive's rules against that output: kite/ops/fused.h.

@@ -1,9 +1,9 @@
 // FusedConv (Conv + activation) and FusedGemm (Gemm + activation): the
 // primitive kernel writes the output, then the activation runs over it in
 // place, in the same launch, unless the primitive kernel takes the
-// activation into its own store (Kernel::take_activation: Conv's GEMM path
-// for every activation vmath or the registers compute, its depthwise planes
-// for Relu and Clip).
+// activation into its own store (Kernel::take_activation: Conv's GEMM,
+// vectorised depthwise and stem paths for Relu, Clip and every activation
+// vmath computes, Winograd for Relu and Clip; Gemm's likewise).
 #include "fused_common.h"
 #include "kernels.h"
 

@@ -40,7 +40,7 @@ class MatMulBiasKernel : public Kernel {
     fused::activation_tile(&k.act_, c, ld, rows, cols);
   }
 
-  bool inner_applies_ = false;
+  bool inner_applies_ = false;  // inner_ calls bias_then_activation on every block
   std::unique_ptr<fused::SubNode> sub_;
   std::unique_ptr<Kernel> inner_;
   fused::Activation act_;

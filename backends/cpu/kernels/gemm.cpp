@@ -49,18 +49,9 @@ class MatrixProductKernel : public Kernel {
   bool take_activation(const kite::ops::FusedActivation& act) override {
     if (epilogue_.tile != nullptr) return false;
     tile_act_ = act;
-    if (fused::activation_as_tile_hook(tile_act_, &epilogue_)) return true;
-    if (act.kind == kite::ops::FusedActivation::kRelu) {
-      epilogue_.kind = sgemm::Epilogue::kRelu;
-      return true;
-    }
-    if (act.kind == kite::ops::FusedActivation::kClip) {
-      epilogue_ = {sgemm::Epilogue::kClip, act.alpha, act.beta};
-      return true;
-    }
-    return false;
+    return fused::activation_into_epilogue(tile_act_, true, &epilogue_);
   }
-  bool take_tile_hook(TileHook hook, const void* ctx) override {
+  bool take_tile_hook(sgemm::TileHook hook, const void* ctx) override {
     if (epilogue_.tile != nullptr || epilogue_.kind != sgemm::Epilogue::kNone) return false;
     epilogue_.tile = hook;
     epilogue_.tile_ctx = ctx;

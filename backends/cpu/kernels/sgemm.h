@@ -34,6 +34,12 @@ void pack_b(const float* b, int64_t row_stride, int64_t col_stride, int64_t k, i
 // as ONNX Clip (NaN passes). The same formulas as the fused activations'
 // (fused_common.cpp), so both give the same bits.
 //
+// A hook on a finished tile of an output: rows x cols floats at c, ld
+// apart (ctx: the hook's own data). The GEMM's Epilogue::tile, the
+// depthwise bands' (depthwise::Channels::tile), a fused kernel's
+// (Kernel::take_tile_hook).
+using TileHook = void (*)(const void* ctx, float* c, int64_t ld, int64_t rows, int64_t cols);
+
 // tile, when set, runs after that on each finished tile of C (rows x cols
 // floats at c, ldc apart): a task's block on the AVX-512 level (up to 96
 // rows by 256 columns, in L2), a panel's strip on the others, a range of
@@ -45,7 +51,7 @@ struct Epilogue {
   enum Kind { kNone, kRelu, kClip };
   Kind kind = kNone;
   float lo = 0.0f, hi = 0.0f;
-  void (*tile)(const void* ctx, float* c, int64_t ldc, int64_t rows, int64_t cols) = nullptr;
+  TileHook tile = nullptr;
   const void* tile_ctx = nullptr;
 };
 // The epilogue on one value, the AVX-512 block kernel's formulas: Relu

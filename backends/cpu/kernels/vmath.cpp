@@ -276,7 +276,7 @@ __attribute__((target("avx512f,fma"))) void map16(const float* in, float* out, i
 
 // map16 on rows rows of n floats, ld apart, in place: one call for a tile.
 // map16's loop written out, so that f's constants are loaded once a tile,
-// not once a row (a row of a GEMM strip is 32 floats).
+// not once a row (a tile's rows can be as short as 32 floats).
 template <typename F>
 __attribute__((target("avx512f,fma"))) void map16_rows(float* v, int64_t ld, int64_t rows, int64_t n, F f) {
   const int64_t full = n / 16 * 16;

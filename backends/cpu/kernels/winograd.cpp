@@ -425,14 +425,14 @@ int64_t Conv::block_floats() const { return point_count * (v_floats() + m_floats
 // Whole blocks per thread when there are two blocks a thread at least
 // (every block reads all of U: with fewer, the threads share each block's
 // steps, and so U).
-bool Conv::ranges_per_worker(int64_t workers) const {
+bool Conv::blocks_per_worker(int64_t workers) const {
   return workers > 1 && ceil_div(tiles, block) >= 2 * workers;
 }
 
 // A block per thread when run takes that path, else one.
 int64_t Conv::workspace_floats(int threads) const {
   const int64_t workers = std::max(1, threads);
-  return (ranges_per_worker(workers) ? workers : 1) * block_floats();
+  return (blocks_per_worker(workers) ? workers : 1) * block_floats();
 }
 
 namespace {
@@ -484,7 +484,7 @@ void Conv::run(const float* x, const float* u, const float* bias, const sgemm::E
                float* y, float* workspace, int slots, ThreadPool& pool) const {
   if (level(tile).input == nullptr) return;  // tile_for() said no: never planned
   const int64_t workers = std::min<int64_t>(pool.size(), std::max(1, slots));
-  if (ranges_per_worker(workers)) {
+  if (blocks_per_worker(workers)) {
     // Each thread runs whole blocks, all three steps on its own scratch,
     // which stays in its core's L2, with no barrier between the steps; the
     // blocks evened out (49 tiles: four of 12 or 13) and claimed one at a

@@ -84,7 +84,7 @@ class Conv {
  private:
   // Whether a run on `workers` threads gives each whole blocks of tiles
   // (and scratch of its own), rather than sharing each step of each block.
-  bool ranges_per_worker(int64_t workers) const;
+  bool blocks_per_worker(int64_t workers) const;
   // The n (<= block) tiles from t0: input transform, GEMMs, output
   // transform, each split across pool (null: on the calling thread).
   void run_block(int64_t t0, int64_t n, const float* x, const float* u, const float* bias,
