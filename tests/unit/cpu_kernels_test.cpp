@@ -2517,7 +2517,47 @@ INSTANTIATE_TEST_SUITE_P(
         // stride-1 vectors, and the scalar across-loop (width 5, stride 3).
         PoolCase{"MaxPool", {1, 4, 37, 41}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0, {1, 4, 18, 20}},
         PoolCase{"MaxPool", {1, 2, 17, 23}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 0, 0, {1, 2, 17, 23}},
-        PoolCase{"MaxPool", {1, 1, 9, 31}, {2, 5}, {3, 2}, {0, 1, 0, 2}, {1, 1}, 0, 0, {1, 1, 3, 15}}));
+        PoolCase{"MaxPool", {1, 1, 9, 31}, {2, 5}, {3, 2}, {0, 1, 0, 2}, {1, 1}, 0, 0, {1, 1, 3, 15}},
+        // squeezenet's 55x55 and 27x27 pools (ceil_mode, no padding): on
+        // AVX-512 more output rows than one batch of eight, a masked last
+        // step across; stride 1 with a 5-wide window and 18 outputs a row
+        // (a last step of two), padding on the left.
+        PoolCase{"MaxPool", {1, 3, 55, 55}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0, {1, 3, 27, 27}},
+        PoolCase{"MaxPool", {1, 5, 27, 27}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0, {1, 5, 13, 13}},
+        PoolCase{"MaxPool", {1, 2, 19, 18}, {4, 5}, {1, 1}, {2, 2, 1, 2}, {1, 1}, 0, 0, {1, 2, 19, 18}}));
+
+TEST(Pool, MaxPoolSkipsNaNSamples) {
+  // A NaN sample never wins a window (the fold m = m < v ? v : m from
+  // -inf), on every path: 3x3 stride 2 (the separable path's permutes) and
+  // stride 1, with a NaN in every fifth input.
+  for (int64_t stride : {2, 1}) {
+    SCOPED_TRACE("stride " + std::to_string(stride));
+    const int64_t h = 27, oh = stride == 2 ? 13 : 25;
+    std::vector<float> x = Random(2 * h * h, 63);
+    for (size_t i = 0; i < x.size(); i += 5) x[i] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> want;
+    for (int64_t p = 0; p < 2; ++p) {
+      for (int64_t oy = 0; oy < oh; ++oy) {
+        for (int64_t ox = 0; ox < oh; ++ox) {
+          float best = -std::numeric_limits<float>::infinity();
+          for (int64_t ky = 0; ky < 3; ++ky) {
+            for (int64_t kx = 0; kx < 3; ++kx) {
+              const float v = x[(p * h + oy * stride + ky) * h + ox * stride + kx];
+              if (v > best) best = v;
+            }
+          }
+          want.push_back(best);
+        }
+      }
+    }
+    Backend be(2);
+    Node n("MaxPool");
+    n.in({1, 2, h, h}, x).out({1, 2, oh, oh}).ints("kernel_shape", {3, 3})
+        .ints("strides", {stride, stride});
+    ASSERT_TRUE(Runs(be, n));
+    ExpectExact(n.result(), want);
+  }
+}
 
 TEST(Pool, MaxPoolHandcomputedCeilMode) {
   // 1x1x3x3, kernel 2, stride 2, ceil_mode: windows {0,1}x{0,1}, {0,1}x{2},

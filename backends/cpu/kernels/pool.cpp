@@ -21,50 +21,6 @@ namespace {
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define KITE_POOL_AVX512 1
-// max_rows_separable's two steps sixteen lanes at a time (AVX-512F, chosen
-// at run time with the GEMM's level). max_ps(v, m) is v > m ? v : m: the
-// fold m = m < v ? v : m exactly (a NaN v leaves m, a tie keeps m).
-// (Masked forms with all-ones masks: the plain ones pass an undefined
-// operand that GCC 12 warns about, as in sgemm_avx512.cpp.)
-// mid[0 .. w) = max over the rows, mid starting at -inf.
-__attribute__((target("avx512f"))) void max_down_avx512(const float* const* rows, int64_t count,
-                                                        int64_t w, float* mid) {
-  constexpr __mmask16 kAll = 0xFFFF;
-  for (int64_t i = 0; i < w; i += 16) {
-    const __mmask16 k = w - i >= 16 ? kAll : static_cast<__mmask16>((1u << (w - i)) - 1u);
-    __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    for (int64_t r = 0; r < count; ++r) m = _mm512_maskz_max_ps(kAll, _mm512_maskz_loadu_ps(k, rows[r] + i), m);
-    _mm512_mask_storeu_ps(mid + i, k, m);
-  }
-}
-// out[o] = the fold over row[o s .. o s + kw) for o in [0, n16), n16 the
-// whole sixteens of out_w; stride 1 (any kw) or stride 2 with kw 3. Reads
-// row up to row[(n16 - 1) s + 33]. Returns n16 (0: not this geometry).
-__attribute__((target("avx512f"))) int64_t max_across_avx512(const float* row, int64_t out_w,
-                                                             int64_t s, int64_t kw, float* out) {
-  constexpr __mmask16 kAll = 0xFFFF;
-  int64_t o = 0;
-  if (s == 1) {
-    for (; o + 16 <= out_w; o += 16) {
-      __m512 m = _mm512_loadu_ps(row + o);
-      for (int64_t t = 1; t < kw; ++t) m = _mm512_maskz_max_ps(kAll, _mm512_loadu_ps(row + o + t), m);
-      _mm512_storeu_ps(out + o, m);
-    }
-  } else if (s == 2 && kw == 3) {
-    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-    for (; o + 16 <= out_w; o += 16) {
-      const float* r = row + 2 * o;
-      const __m512 a = _mm512_loadu_ps(r), b = _mm512_loadu_ps(r + 16);
-      const __m512 c = _mm512_loadu_ps(r + 2), d = _mm512_loadu_ps(r + 18);
-      const __m512 t0 = _mm512_maskz_permutex2var_ps(kAll, a, even, b);
-      const __m512 t1 = _mm512_maskz_permutex2var_ps(kAll, a, odd, b);
-      const __m512 t2 = _mm512_maskz_permutex2var_ps(kAll, c, even, d);
-      _mm512_storeu_ps(out + o, _mm512_maskz_max_ps(kAll, t2, _mm512_maskz_max_ps(kAll, t1, t0)));
-    }
-  }
-  return o;
-}
 #endif
 
 // Vector helpers (GCC/Clang vector extensions: SSE on x86-64's baseline,
@@ -186,6 +142,88 @@ AxisWindows axis_windows(int64_t in, int64_t out, int64_t kernel, int64_t stride
   return w;
 }
 
+#ifdef KITE_POOL_AVX512
+// The floats of the padded row max_plane_avx512 reads (from the row's
+// start, the left padding included): its last step across reads up to
+// row[2 o + 34) at stride 2, row[o + kw + 15) at stride 1, o the first
+// output of that step.
+int64_t avx512_row_floats(int64_t width, int64_t out_w, int64_t s, int64_t kw) {
+  const int64_t last = (out_w - 1) / 16 * 16;
+  return std::max(width, s == 2 ? 2 * last + 34 : last + kw + 15);
+}
+
+// A whole plane of max_rows_separable sixteen lanes at a time (AVX-512F,
+// chosen at run time with the GEMM's level), `batch` output rows at a time:
+// the max down each row's window into its own padded row (rows `pitch`
+// floats apart in rows, each holding -inf past the plane as far as
+// avx512_row_floats, mid = row + pad_begin; rows 64-byte aligned, pitch a
+// multiple of sixteen), then across kw neighbours,
+// both with the row's last step masked. Stride 1 (any kw) or stride 2 with
+// kw 3; ah.kernel <= 16. The batch is there so that the loads across do not
+// wait on the stores down they overlap (a failed store-to-load forward a
+// load): one row at a time, from two calls a row in the portable loop,
+// squeezenet's 27x27 and 13x13 pools (Zen 4) took three times onnxruntime's
+// time. max_ps(v, m) is v > m ? v : m: the fold m = m < v ? v : m exactly
+// (a NaN v leaves m, a tie keeps m). (Masked forms with all-ones masks: the
+// plain ones pass an undefined operand that GCC 12 warns about, as in
+// sgemm_avx512.cpp.)
+__attribute__((target("avx512f"))) void max_plane_avx512(const AxisWindows& ah,
+                                                         const AxisWindows& aw, const float* x,
+                                                         float* y, float* rows, int64_t pitch,
+                                                         int64_t batch) {
+  constexpr __mmask16 kAll = 0xFFFF;
+  auto lanes = [](int64_t n) {
+    return n >= 16 ? kAll : static_cast<__mmask16>((1u << n) - 1u);
+  };
+  const int64_t W = aw.in, OW = aw.out, s = aw.stride, kw = aw.kernel;
+  const __m512 low = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  // Every row -inf, once: the steps down write only its [pad_begin,
+  // pad_begin + W).
+  for (int64_t i = 0; i < batch * pitch; i += 16) _mm512_store_ps(rows + i, low);
+  for (int64_t oh0 = 0; oh0 < ah.out; oh0 += batch) {
+    const int64_t oh1 = std::min(ah.out, oh0 + batch);
+    for (int64_t oh = oh0; oh < oh1; ++oh) {
+      const float* src[16];
+      int64_t count = 0;
+      for (int64_t th = ah.lo[oh]; th < ah.hi[oh]; ++th) {
+        src[count++] = x + (ah.start[oh] + th * ah.dilation) * W;
+      }
+      float* mid = rows + (oh - oh0) * pitch + aw.pad_begin;
+      for (int64_t i = 0; i < W; i += 16) {
+        const __mmask16 k = lanes(W - i);
+        __m512 m = low;
+        for (int64_t r = 0; r < count; ++r) m = _mm512_maskz_max_ps(kAll, _mm512_maskz_loadu_ps(k, src[r] + i), m);
+        _mm512_mask_storeu_ps(mid + i, k, m);
+      }
+    }
+    for (int64_t oh = oh0; oh < oh1; ++oh) {
+      const float* row = rows + (oh - oh0) * pitch;
+      float* out = y + oh * OW;
+      if (s == 2) {
+        for (int64_t o = 0; o < OW; o += 16) {
+          const float* r = row + 2 * o;
+          const __m512 a = _mm512_loadu_ps(r), b = _mm512_loadu_ps(r + 16);
+          const __m512 c = _mm512_loadu_ps(r + 2), d = _mm512_loadu_ps(r + 18);
+          const __m512 t0 = _mm512_maskz_permutex2var_ps(kAll, a, even, b);
+          const __m512 t1 = _mm512_maskz_permutex2var_ps(kAll, a, odd, b);
+          const __m512 t2 = _mm512_maskz_permutex2var_ps(kAll, c, even, d);
+          _mm512_mask_storeu_ps(out + o, lanes(OW - o),
+                                _mm512_maskz_max_ps(kAll, t2, _mm512_maskz_max_ps(kAll, t1, t0)));
+        }
+      } else {
+        for (int64_t o = 0; o < OW; o += 16) {
+          __m512 m = _mm512_loadu_ps(row + o);
+          for (int64_t t = 1; t < kw; ++t) m = _mm512_maskz_max_ps(kAll, _mm512_loadu_ps(row + o + t), m);
+          _mm512_mask_storeu_ps(out + o, lanes(OW - o), m);
+        }
+      }
+    }
+  }
+}
+#endif
+
 class PoolKernel : public Kernel {
  public:
   enum class Mode { kMax, kAverage };
@@ -267,47 +305,47 @@ class PoolKernel : public Kernel {
         width + 16 > kRow) {
       return false;
     }
-    constexpr float kLow = -std::numeric_limits<float>::infinity();
-    alignas(64) float row[kRow];
-    for (int64_t i = 0; i < aw.pad_begin; ++i) row[i] = kLow;
-    for (int64_t i = aw.pad_begin + W; i < width + 16; ++i) row[i] = kLow;
-    float* mid = row + aw.pad_begin;
 #ifdef KITE_POOL_AVX512
     // Sixteen lanes: on squeezenet's 111x111 pools (Zen 4) the four-lane
     // loops took twice onnxruntime's time.
     const bool avx512 = sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512 &&
                         ah.kernel <= 16 && (s == 1 || (s == 2 && kw == 3));
+    const int64_t filled = avx512 ? std::max(width + 16, avx512_row_floats(width, OW, s, kw)) : width + 16;
+#else
+    const int64_t filled = width + 16;
 #endif
-    for (int64_t oh = 0; oh < ah.out; ++oh) {
-      float* out = y + oh * OW;
-      // Across (below): output o's window is row[o * s .. o * s + kw);
-      // from o on (the sixteens done on AVX-512).
-      int64_t o = 0;
+    if (filled > kRow) return false;
+    constexpr float kLow = -std::numeric_limits<float>::infinity();
+    alignas(64) float row[kRow];
 #ifdef KITE_POOL_AVX512
-      if (avx512) {
-        const float* rows[16];
-        int64_t count = 0;
-        for (int64_t th = ah.lo[oh]; th < ah.hi[oh]; ++th) {
-          rows[count++] = x + (ah.start[oh] + th * ah.dilation) * W;
-        }
-        max_down_avx512(rows, count, W, mid);
-        o = max_across_avx512(row, OW, s, kw, out);
-      } else
+    if (avx512) {
+      // As many padded rows as fit, eight at most, each a whole number of
+      // cache lines apart.
+      const int64_t pitch = (filled + 15) / 16 * 16;
+      const int64_t batch = std::max<int64_t>(1, std::min<int64_t>({8, ah.out, kRow / pitch}));
+      max_plane_avx512(ah, aw, x, y, row, pitch, batch);
+      return true;
+    }
 #endif
-      {
-        // Down the rows, one row at a time over the whole width: max(a, b)
-        // = a < b ? b : a from -inf, the rows_plane fold (a NaN sample
-        // never replaces the running value).
-        for (int64_t i = 0; i < W; ++i) mid[i] = kLow;
-        for (int64_t th = ah.lo[oh]; th < ah.hi[oh]; ++th) {
-          const float* src = x + (ah.start[oh] + th * ah.dilation) * W;
-          int64_t iw = 0;
+    for (int64_t i = 0; i < aw.pad_begin; ++i) row[i] = kLow;
+    for (int64_t i = aw.pad_begin + W; i < filled; ++i) row[i] = kLow;
+    float* mid = row + aw.pad_begin;
+    for (int64_t oh = 0; oh < ah.out; ++oh) {
+      // Down the rows, one row at a time over the whole width: max(a, b) =
+      // a < b ? b : a from -inf, the rows_plane fold (a NaN sample never
+      // replaces the running value).
+      for (int64_t i = 0; i < W; ++i) mid[i] = kLow;
+      for (int64_t th = ah.lo[oh]; th < ah.hi[oh]; ++th) {
+        const float* src = x + (ah.start[oh] + th * ah.dilation) * W;
+        int64_t iw = 0;
 #ifdef KITE_POOL_VECTOR
-          for (; iw + 4 <= W; iw += 4) store4(mid + iw, max4(load4(mid + iw), load4(src + iw)));
+        for (; iw + 4 <= W; iw += 4) store4(mid + iw, max4(load4(mid + iw), load4(src + iw)));
 #endif
-          for (; iw < W; ++iw) mid[iw] = std::max(mid[iw], src[iw]);
-        }
+        for (; iw < W; ++iw) mid[iw] = std::max(mid[iw], src[iw]);
       }
+      // Across: output o's window is row[o * s .. o * s + kw).
+      float* out = y + oh * OW;
+      int64_t o = 0;
 #if defined(__SSE2__)
       if (s == 2 && kw == 3) {
         // Even, odd and even-from-2 columns by shufps; maxps(b, a) is
