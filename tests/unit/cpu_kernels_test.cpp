@@ -1560,6 +1560,14 @@ INSTANTIATE_TEST_SUITE_P(
                       BroadcastCase{{1, 1}, {1, 1}, {1, 1}},
                       BroadcastCase{{3, 1, 1}, {1, 1, 1}, {3, 1, 1}},
                       BroadcastCase{{2, 64, 33}, {64, 1}, {2, 64, 33}},
+                      // A value a channel times its plane (squeeze-and-
+                      // excitation), both orders: 16-lane steps and a tail.
+                      BroadcastCase{{1, 5, 7, 9}, {1, 5, 1, 1}, {1, 5, 7, 9}},
+                      BroadcastCase{{1, 5, 1, 1}, {1, 5, 7, 9}, {1, 5, 7, 9}},
+                      // Fewer rows than twice the threads, longer than a
+                      // piece (16384): rows split into pieces.
+                      BroadcastCase{{1, 3, 40001}, {1, 1, 40001}, {1, 3, 40001}},
+                      BroadcastCase{{40001}, {}, {40001}},
                       BroadcastCase{{0, 3}, {3}, {0, 3}}));  // zero-size
 
 TEST(Elementwise, LargeSameShapeAddThreaded) {

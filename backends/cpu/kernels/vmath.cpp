@@ -294,18 +294,6 @@ __attribute__((target("avx512f,fma"))) void map16_rows(float* v, int64_t ld, int
   }
 }
 
-__attribute__((target("avx512f"))) void add_avx512(const float* a, const float* b, float* out, int64_t n) {
-  constexpr __mmask16 kAll = 0xFFFF;  // (masked forms: see reciprocal16)
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    _mm512_storeu_ps(out + i, _mm512_maskz_add_ps(kAll, _mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
-  }
-  if (i < n) {
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
-    _mm512_mask_storeu_ps(out + i, m, _mm512_maskz_add_ps(kAll, _mm512_maskz_loadu_ps(m, a + i),
-                                                          _mm512_maskz_loadu_ps(m, b + i)));
-  }
-}
 
 __attribute__((target("avx512f,fma"))) void softmax_avx512(const float* x, float* y, int64_t n) {
   __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
@@ -346,7 +334,90 @@ __attribute__((target("avx512f,fma"))) void softmax_avx512(const float* x, float
 
 #endif
 
+// arith's loops: Op applied to T (a float or a vector of floats; +, -, *,
+// / on vectors are lane by lane, one rounding each).
+template <Arith Op, typename T>
+inline T apply(T x, T y) {
+  if constexpr (Op == Arith::kAdd) return x + y;
+  if constexpr (Op == Arith::kSub) return x - y;
+  if constexpr (Op == Arith::kMul) return x * y;
+  return x / y;
+}
+
+#ifdef KITE_VMATH_AVX512
+template <Arith Op>
+__attribute__((target("avx512f"))) __m512 apply16(__m512 x, __m512 y) {
+  // (Masked forms with all-ones masks: see reciprocal16.)
+  constexpr __mmask16 kAll = 0xFFFF;
+  if constexpr (Op == Arith::kAdd) return _mm512_maskz_add_ps(kAll, x, y);
+  if constexpr (Op == Arith::kSub) return _mm512_maskz_sub_ps(kAll, x, y);
+  if constexpr (Op == Arith::kMul) return _mm512_maskz_mul_ps(kAll, x, y);
+  return _mm512_maskz_div_ps(kAll, x, y);
+}
+
+// SA, SB: the strides (0 or 1). The last partial vector by masks.
+template <Arith Op, int SA, int SB>
+__attribute__((target("avx512f"))) void arith_avx512(const float* a, const float* b, float* out,
+                                                    int64_t n) {
+  const __m512 av = SA == 0 ? _mm512_set1_ps(a[0]) : _mm512_setzero_ps();
+  const __m512 bv = SB == 0 ? _mm512_set1_ps(b[0]) : _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 x = SA == 0 ? av : _mm512_loadu_ps(a + i);
+    const __m512 y = SB == 0 ? bv : _mm512_loadu_ps(b + i);
+    _mm512_storeu_ps(out + i, apply16<Op>(x, y));
+  }
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    // Masked-off lanes divide 1 by 1, not 0 by 0 (no spurious flags).
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 x = SA == 0 ? av : _mm512_mask_loadu_ps(one, m, a + i);
+    const __m512 y = SB == 0 ? bv : _mm512_mask_loadu_ps(one, m, b + i);
+    _mm512_mask_storeu_ps(out + i, m, apply16<Op>(x, y));
+  }
+}
+#endif
+
+template <Arith Op, int SA, int SB>
+void arith_as(const float* a, const float* b, float* out, int64_t n) {
+#ifdef KITE_VMATH_AVX512
+  if (sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512) {
+    arith_avx512<Op, SA, SB>(a, b, out, n);
+    return;
+  }
+#endif
+  int64_t i = 0;
+#if defined(__GNUC__) || defined(__clang__)
+  const F4 av = splat(a[0]), bv = splat(b[0]);
+  for (; i + 4 <= n; i += 4) {
+    F4 x = av, y = bv;
+    if constexpr (SA == 1) std::memcpy(&x, a + i, sizeof x);
+    if constexpr (SB == 1) std::memcpy(&y, b + i, sizeof y);
+    const F4 r = apply<Op>(x, y);
+    std::memcpy(out + i, &r, sizeof r);
+  }
+#endif
+  for (; i < n; ++i) out[i] = apply<Op>(a[i * SA], b[i * SB]);
+}
+
+template <Arith Op>
+void arith_op(const float* a, int64_t sa, const float* b, int64_t sb, float* out, int64_t n) {
+  if (sa == 1 && sb == 1) return arith_as<Op, 1, 1>(a, b, out, n);
+  if (sa == 0) return arith_as<Op, 0, 1>(a, b, out, n);
+  arith_as<Op, 1, 0>(a, b, out, n);
+}
+
 }  // namespace
+
+void arith(Arith op, const float* a, int64_t sa, const float* b, int64_t sb, float* out, int64_t n) {
+  if (n <= 0) return;
+  switch (op) {
+    case Arith::kAdd: return arith_op<Arith::kAdd>(a, sa, b, sb, out, n);
+    case Arith::kSub: return arith_op<Arith::kSub>(a, sa, b, sb, out, n);
+    case Arith::kMul: return arith_op<Arith::kMul>(a, sa, b, sb, out, n);
+    case Arith::kDiv: return arith_op<Arith::kDiv>(a, sa, b, sb, out, n);
+  }
+}
 
 void softmax(const float* x, float* y, int64_t n) {
   if (n <= 0) return;
@@ -372,13 +443,7 @@ void softmax(const float* x, float* y, int64_t n) {
 }
 
 void add(const float* a, const float* b, float* out, int64_t n) {
-#ifdef KITE_VMATH_AVX512
-  if (sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512) {
-    add_avx512(a, b, out, n);
-    return;
-  }
-#endif
-  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+  arith(Arith::kAdd, a, 1, b, 1, out, n);
 }
 
 void gelu(const float* in, float* out, int64_t n) {

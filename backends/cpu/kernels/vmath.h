@@ -51,11 +51,17 @@ void hard_sigmoid(const float* in, float* out, int64_t n, float alpha, float bet
 void hard_sigmoid_rows(float* v, int64_t ld, int64_t rows, int64_t n, float alpha, float beta,
                        bool times_x);
 
-// out[i] = a[i] + b[i] (one rounding, the scalar sum's bits; 16 lanes on
-// the AVX-512 level). out may be a or b. The fused kernels' bias rows: the
-// plain loop ran at the x86-64 baseline's four lanes at best
-// (convnext_tiny's MatMul biases, 10M floats a run).
+// out[i] = a[i] + b[i]: arith (below) with both strides 1. The fused
+// kernels' bias rows (convnext_tiny's MatMul biases, 10M floats a run).
 void add(const float* a, const float* b, float* out, int64_t n);
+
+// out[i] = a[i * sa] op b[i * sb] for i < n, with sa and sb each 0 (one
+// value broadcast) or 1 (a row), not both 0: the elementwise Add, Sub, Mul
+// and Div of float rows. One rounding each, so the scalar loop's bits; 16
+// lanes on the AVX-512 level, else 4. out may be a or b (the same floats,
+// not a shifted overlap).
+enum class Arith { kAdd, kSub, kMul, kDiv };
+void arith(Arith op, const float* a, int64_t sa, const float* b, int64_t sb, float* out, int64_t n);
 
 // Softmax of n contiguous floats (y may be x): max, shifted exp, float sum,
 // scale, as the scalar loops, with exp as in sigmoid (16 lanes on the
