@@ -3398,6 +3398,45 @@ TEST(Resize, NearestAndLinear) {
   ExpectExact(down.result(), {5, 7, 13, 15});
 }
 
+TEST(Resize, NearestUpsamplingRunsAndRowCopies) {
+  // Integer factors on the last axis (copied by runs of each column, two
+  // at a time for x2), with rows that repeat the row above (copied), odd
+  // widths and tails, and a factor that is not whole (the gather), each
+  // against the nearest formula (asymmetric, floor: input i = floor(o / s)),
+  // at 1 and 3 threads.
+  struct Case {
+    Shape in;
+    float sh, sw;
+  };
+  for (const Case& c : {Case{{2, 3, 5, 7}, 2, 2}, Case{{1, 2, 4, 9}, 3, 3}, Case{{1, 1, 3, 11}, 1, 2},
+                        Case{{1, 2, 6, 5}, 2, 1.5f}}) {
+    const int64_t h = c.in[2], w = c.in[3];
+    const int64_t oh = static_cast<int64_t>(std::floor(h * c.sh)), ow = static_cast<int64_t>(std::floor(w * c.sw));
+    const Shape out = {c.in[0], c.in[1], oh, ow};
+    const std::vector<float> x = Random(Numel(c.in), 81);
+    std::vector<float> want;
+    for (int64_t p = 0; p < c.in[0] * c.in[1]; ++p) {
+      for (int64_t oy = 0; oy < oh; ++oy) {
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          const int64_t iy = std::min(h - 1, static_cast<int64_t>(std::floor(oy / c.sh)));
+          const int64_t ix = std::min(w - 1, static_cast<int64_t>(std::floor(ox / c.sw)));
+          want.push_back(x[(p * h + iy) * w + ix]);
+        }
+      }
+    }
+    for (int threads : {1, 3}) {
+      SCOPED_TRACE(Str(c.in) + " x" + std::to_string(c.sh) + "," + std::to_string(c.sw) + " threads " +
+                   std::to_string(threads));
+      Backend be(threads);
+      Node n("Resize");
+      n.in(c.in, x).absent().in({4}, {1, 1, c.sh, c.sw}, true).out(out)
+          .s("mode", "nearest").s("coordinate_transformation_mode", "asymmetric").s("nearest_mode", "floor");
+      ASSERT_TRUE(Runs(be, n));
+      ExpectExact(n.result(), want);
+    }
+  }
+}
+
 TEST(Misc, DropoutAndGlobalMaxPool) {
   Backend be;
   Node d("Dropout");

@@ -159,7 +159,7 @@ int64_t avx512_row_floats(int64_t width, int64_t out_w, int64_t s, int64_t kw) {
 // avx512_row_floats, mid = row + pad_begin; rows 64-byte aligned, pitch a
 // multiple of sixteen), then across kw neighbours,
 // both with the row's last step masked. Stride 1 (any kw) or stride 2 with
-// kw 3; ah.kernel <= 16. The batch is there so that the loads across do not
+// kw 2 or 3; ah.kernel <= 16. The batch is there so that the loads across do not
 // wait on the stores down they overlap (a failed store-to-load forward a
 // load): one row at a time, from two calls a row in the portable loop,
 // squeezenet's 27x27 and 13x13 pools (Zen 4) took three times onnxruntime's
@@ -201,7 +201,15 @@ __attribute__((target("avx512f"))) void max_plane_avx512(const AxisWindows& ah,
     for (int64_t oh = oh0; oh < oh1; ++oh) {
       const float* row = rows + (oh - oh0) * pitch;
       float* out = y + oh * OW;
-      if (s == 2) {
+      if (s == 2 && kw == 2) {
+        for (int64_t o = 0; o < OW; o += 16) {
+          const float* r = row + 2 * o;
+          const __m512 a = _mm512_loadu_ps(r), b = _mm512_loadu_ps(r + 16);
+          const __m512 t0 = _mm512_maskz_permutex2var_ps(kAll, a, even, b);
+          const __m512 t1 = _mm512_maskz_permutex2var_ps(kAll, a, odd, b);
+          _mm512_mask_storeu_ps(out + o, lanes(OW - o), _mm512_maskz_max_ps(kAll, t1, t0));
+        }
+      } else if (s == 2) {
         for (int64_t o = 0; o < OW; o += 16) {
           const float* r = row + 2 * o;
           const __m512 a = _mm512_loadu_ps(r), b = _mm512_loadu_ps(r + 16);
@@ -309,7 +317,7 @@ class PoolKernel : public Kernel {
     // Sixteen lanes: on squeezenet's 111x111 pools (Zen 4) the four-lane
     // loops took twice onnxruntime's time.
     const bool avx512 = sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512 &&
-                        ah.kernel <= 16 && (s == 1 || (s == 2 && kw == 3));
+                        ah.kernel <= 16 && (s == 1 || (s == 2 && (kw == 2 || kw == 3)));
     const int64_t filled = avx512 ? std::max(width + 16, avx512_row_floats(width, OW, s, kw)) : width + 16;
 #else
     const int64_t filled = width + 16;

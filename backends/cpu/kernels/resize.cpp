@@ -7,6 +7,7 @@
 // sizes must be constants; the per-axis index tables are built at prepare.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,21 @@ struct AxisMap {
 
 class ResizeKernel : public Kernel {
  public:
-  ResizeKernel(Shape out, std::vector<AxisMap> maps, const float* x, float* y)
-      : out_(std::move(out)), maps_(std::move(maps)), x_(x), y_(y) {}
+  ResizeKernel(Shape out, std::vector<AxisMap> maps, int64_t in_last, const float* x, float* y)
+      : out_(std::move(out)), maps_(std::move(maps)), x_(x), y_(y) {
+    // Nearest with each input column repeated f times in order (an integer
+    // upsampling of the last axis, as a U-Net's decoder does): copied by
+    // runs instead of a gather per output.
+    if (maps_.empty()) return;
+    const AxisMap& last = maps_.back();
+    const int64_t out_last = out_.back();
+    if (last.taps == 1 && in_last > 0 && out_last % in_last == 0 && out_last > in_last) {
+      const int64_t f = out_last / in_last;
+      bool runs = true;
+      for (int64_t k = 0; k < out_last && runs; ++k) runs = last.offset[k] == k / f;
+      if (runs) repeat_ = f;
+    }
+  }
 
   static constexpr int kMaxCorners = 256;
 
@@ -47,6 +61,7 @@ class ResizeKernel : public Kernel {
       // Offsets and weights of the outer axes' tap combinations.
       int64_t offsets[kMaxCorners];
       float weights[kMaxCorners];
+      int64_t previous = -1;
       for (int64_t row = begin; row < end; ++row) {
         int count = 1;
         offsets[0] = 0;
@@ -68,7 +83,18 @@ class ResizeKernel : public Kernel {
         }
         float* y = y_ + row * inner;
         if (count == 1 && taps == 1) {
+          // A row that reads the same input row as the one before (the
+          // outer axes upsampled too) is a copy of its output.
+          if (row > begin && offsets[0] == previous) {
+            std::memcpy(y, y - inner, sizeof(float) * static_cast<size_t>(inner));
+            continue;
+          }
+          previous = offsets[0];
           const float* x = x_ + offsets[0];
+          if (repeat_ > 0) {
+            repeat_columns(x, y, inner / repeat_);
+            continue;
+          }
           for (int64_t k = 0; k < inner; ++k) y[k] = x[last.offset[k]];
           continue;
         }
@@ -89,8 +115,31 @@ class ResizeKernel : public Kernel {
   }
 
  private:
+  // y[j * repeat_ + r] = x[j] for j < n, r < repeat_ (the same values the
+  // gather copies).
+  void repeat_columns(const float* x, float* y, int64_t n) const {
+    int64_t j = 0;
+#if defined(__GNUC__) || defined(__clang__)
+    if (repeat_ == 2) {
+      typedef float F4 __attribute__((vector_size(16)));
+      for (; j + 4 <= n; j += 4) {
+        F4 v;
+        std::memcpy(&v, x + j, sizeof v);
+        const F4 lo = __builtin_shufflevector(v, v, 0, 0, 1, 1);
+        const F4 hi = __builtin_shufflevector(v, v, 2, 2, 3, 3);
+        std::memcpy(y + 2 * j, &lo, sizeof lo);
+        std::memcpy(y + 2 * j + 4, &hi, sizeof hi);
+      }
+    }
+#endif
+    for (; j < n; ++j) {
+      for (int64_t r = 0; r < repeat_; ++r) y[j * repeat_ + r] = x[j];
+    }
+  }
+
   Shape out_;
   std::vector<AxisMap> maps_;
+  int64_t repeat_ = 0;  // > 0: the last axis is each input column repeat_ times
   const float* x_;
   float* y_;
 };
@@ -168,7 +217,7 @@ std::unique_ptr<Kernel> prepare_resize(const KernelArgs& args, std::string* err)
   if (corners > ResizeKernel::kMaxCorners) {
     return prepare_error(err, op, "too many interpolated axes");
   }
-  return std::make_unique<ResizeKernel>(out, std::move(maps),
+  return std::make_unique<ResizeKernel>(out, std::move(maps), rank > 0 ? in[rank - 1] : 0,
                                         static_cast<const float*>(args.input_data(0)),
                                         static_cast<float*>(args.output_data(0)));
 }
