@@ -3009,6 +3009,12 @@ TEST(Shape, SliceExtremeStepsEmptyDimsNegativeAxes) {
       {"empty dim reversed from INT64_MAX", {3, 0}, {kMax}, {kMin}, {-1}, {kMin}},
       {"empty dim forward", {3, 0, 2}, {kMin, 0}, {kMax, 1}, {1, 2}, {kMax, 1}},
       {"reverse of one element", {1, 4}, {kMax, -1}, {kMin, kMin}, {0, 1}, {-1, kMin}},
+      // Whole trailing axes copied as one run with the axis before them.
+      {"channel split (whole trailing axes)", {2, 6, 3, 4}, {1}, {4}, {1}, {1}},
+      {"whole trailing axes after a strided axis", {2, 6, 3, 4}, {0}, {6}, {1}, {2}},
+      {"a partial axis before a whole last one", {2, 3, 4, 5}, {1}, {3}, {2}, {1}},
+      {"everything whole", {2, 3, 4}, {0}, {kMax}, {0}, {1}},
+      {"whole last axis reversed", {3, 4}, {-1}, {kMin}, {1}, {-1}},
   };
   Backend be;
   for (const Case& c : cases) {
