@@ -157,10 +157,10 @@ void run_binary(const BroadcastPlan& plan, const void* a_data, const void* b_dat
     const int64_t m = i1 - i0;
     if constexpr (std::is_same_v<A, float> && std::is_same_v<B, float> && std::is_same_v<O, float> &&
                   kFloatArith<F>) {
-      // (The plain loops below stayed scalar: GCC's cost model at -O2 does
-      // not version a loop for the aliasing of po with pa. The squeeze-and-
-      // excitation Muls of efficientnet_b0, a value a channel times its
-      // plane, ran at one float a cycle.)
+      // (The plain loops below stay scalar: GCC's cost model at -O2 does not
+      // version a loop for the aliasing of po with pa. Where the operands
+      // stream from memory, as the squeeze-and-excitation Muls' planes do,
+      // that measured the same.)
       if ((sa == 0 || sa == 1) && (sb == 0 || sb == 1) && (sa | sb) != 0) {
         vmath::arith(arith_of<F>(), pa, sa, pb, sb, po, m);
         return;

@@ -154,19 +154,18 @@ int64_t avx512_row_floats(int64_t width, int64_t out_w, int64_t s, int64_t kw) {
 
 // A whole plane of max_rows_separable sixteen lanes at a time (AVX-512F,
 // chosen at run time with the GEMM's level), `batch` output rows at a time:
-// the max down each row's window into its own padded row (rows `pitch`
-// floats apart in rows, each holding -inf past the plane as far as
-// avx512_row_floats, mid = row + pad_begin; rows 64-byte aligned, pitch a
-// multiple of sixteen), then across kw neighbours,
-// both with the row's last step masked. Stride 1 (any kw) or stride 2 with
-// kw 2 or 3; ah.kernel <= 16. The batch is there so that the loads across do not
-// wait on the stores down they overlap (a failed store-to-load forward a
-// load): one row at a time, from two calls a row in the portable loop,
-// squeezenet's 27x27 and 13x13 pools (Zen 4) took three times onnxruntime's
-// time. max_ps(v, m) is v > m ? v : m: the fold m = m < v ? v : m exactly
-// (a NaN v leaves m, a tie keeps m). (Masked forms with all-ones masks: the
-// plain ones pass an undefined operand that GCC 12 warns about, as in
-// sgemm_avx512.cpp.)
+// the max down each output row's window into a padded row of its own (rows
+// `pitch` floats apart, 64-byte aligned, pitch a multiple of sixteen; each
+// -inf past the plane as far as avx512_row_floats; mid = row + pad_begin),
+// then across kw neighbours, both with the row's last step masked. Stride 1
+// (any kw), or stride 2 with kw 2 or 3; ah.kernel <= 16. The batch keeps the
+// loads across from waiting on the stores down they overlap (a failed
+// store-to-load forward a load): a row at a time, by two calls from the
+// portable loop, squeezenet's 27x27 and 13x13 pools (Zen 4) took three
+// times onnxruntime's time. max_ps(v, m) is v > m ? v : m: the fold m = m <
+// v ? v : m exactly (a NaN v leaves m, a tie keeps m). (Masked forms with
+// all-ones masks: the plain ones pass an undefined operand that GCC 12
+// warns about, as in sgemm_avx512.cpp.)
 __attribute__((target("avx512f"))) void max_plane_avx512(const AxisWindows& ah,
                                                          const AxisWindows& aw, const float* x,
                                                          float* y, float* rows, int64_t pitch,
