@@ -683,6 +683,28 @@ TEST(Sgemm, TileHookRunsOnceOnEveryValueWithTheActivationsBits) {
   EXPECT_GE(levels, 1);
 }
 
+TEST(Depthwise, ArrangedWeightsHaveTheGatheredBits) {
+  // Constant weights are arranged one vector a tap at prepare
+  // (depthwise::arrange_channel_weights; offline, "dw-c16", when the file
+  // has the form); computed ones are gathered by each task. Both must give
+  // the same bits: channel tails (20 = 16 + 4), with and without a bias.
+  const std::vector<float> x = Random(2 * 20 * 9 * 11, 91), w = Random(20 * 9, 92), b = Random(20, 93);
+  for (bool with_bias : {true, false}) {
+    std::vector<std::vector<float>> got;
+    for (bool constant : {true, false}) {
+      SCOPED_TRACE(std::string(with_bias ? "bias" : "no bias") + (constant ? ", constant W" : ", computed W"));
+      Backend be(2);
+      Node n("Conv");
+      n.in({2, 20, 9, 11}, x).in({20, 1, 3, 3}, w, constant);
+      if (with_bias) n.in({20}, b, true);
+      n.out({2, 20, 9, 11}).ints("kernel_shape", {3, 3}).ints("pads", {1, 1, 1, 1}).i("group", 20);
+      ASSERT_TRUE(Runs(be, n));
+      got.push_back(n.result());
+    }
+    ExpectExact(got[0], got[1]);
+  }
+}
+
 // The vectorised depthwise plane at every ISA level the CPU has, against a
 // double reference: widths around the 4/8/16 lanes, strides 1 and 2 (the
 // stride-2 loads read one float past the window), pads wider than the

@@ -118,10 +118,11 @@ class ConvKernel : public Kernel {
  public:
   ConvKernel(const Geometry3& g, int64_t batch, int64_t channels, int64_t out_channels,
              const float* x, const float* w, const float* bias, float* y, bool w_constant,
-             int64_t winograd_tile, bool stem)
+             int64_t winograd_tile, bool stem, bool channel_blocks)
       : g_(g), batch_(batch), channels_(channels), out_channels_(out_channels), x_(x), w_(w),
         bias_(bias), y_(y), w_constant_(w_constant),
-        winograd_(winograd_tile > 0 && w_constant), wino_tile_(winograd_tile) {
+        winograd_(winograd_tile > 0 && w_constant), wino_tile_(winograd_tile),
+        channel_blocks_(channel_blocks) {
     cg_ = channels_ / g_.group;
     mg_ = out_channels_ / g_.group;
     k_ = cg_ * g_.kernel_numel();
@@ -142,6 +143,7 @@ class ConvKernel : public Kernel {
 
   // false with err when the file's packed form of the weights is malformed.
   bool prepare(const KernelArgs& args, std::string* err) {
+    channel_blocks_ = channel_blocks_ && vector_depthwise();  // (a stem is not)
     if (direct_) {
       if (vector_depthwise()) {
         // One padded plane of scratch per thread, declared here so that run
@@ -154,10 +156,19 @@ class ConvKernel : public Kernel {
         const auto& k = g_.kernel;
         const auto& s = g_.stride;
         const auto& p = g_.pad;
-        if (mg_ == 1 && depthwise::channels_handle(g_.in[1], g_.in[2], g_.out[1], g_.out[2], k[1], k[2],
-                                                   s[1], s[2], p[1], p[2], g_.dilation[1],
-                                                   g_.dilation[2])) {
-          channel_blocks_ = true;
+        if (channel_blocks_) {
+          // Constant weights one vector a tap (depthwise::Channels::
+          // lane_weights), from the file's "dw-c16" form when it has one.
+          if (w_constant_) {
+            lane_w_ = packed_conv_weights(
+                args, true, depthwise::lane_weight_floats(out_channels_, g_.kernel_numel()), &own_lane_w_,
+                [this] {
+                  depthwise::arrange_channel_weights(w_, out_channels_, g_.kernel_numel(),
+                                                     own_lane_w_.data());
+                },
+                err);
+            if (!lane_w_) return false;
+          }
           // (The per-plane scratch stays: run falls back to it when the level
           // changes, as the tests force.)
           plane_scratch_ = std::max(plane_scratch_, depthwise::channel_scratch_floats(
@@ -569,6 +580,7 @@ class ConvKernel : public Kernel {
       c.weights = w_ + c0 * g_.kernel_numel();
       c.bias = bias_ ? bias_ + c0 : nullptr;
       c.count = std::min(lanes, out_channels_ - c0);
+      if (lane_w_) c.lane_weights = lane_w_ + c0 * g_.kernel_numel();
       if (depthwise::run_channels(c, mine)) return;
       // The level changed since prepare (tests force levels): plane by
       // plane, by the task that has each block's first rows.
@@ -635,6 +647,8 @@ class ConvKernel : public Kernel {
   kite::ops::FusedActivation tile_act_;  // epilogue_.tile's activation, when set
   int64_t plane_scratch_ = 0;  // floats of depthwise scratch per thread
   bool channel_blocks_ = false;  // depthwise on small planes, 16 channels a task
+  const float* lane_w_ = nullptr;   // channel_blocks_' constant weights, arranged
+  std::vector<float> own_lane_w_;  // lane_w_ when the file has no form of them
   bool stem_ = false;            // few input channels: stem::run, weights_ in its order
   stem::Geometry stem_g_;
   std::vector<float> packed_w_;
@@ -813,7 +827,8 @@ std::unique_ptr<Kernel> prepare_conv(const KernelArgs& args, std::string* err) {
       static_cast<const float*>(args.input_data(1)), bias,
       static_cast<float*>(args.output_data(0)), args.node->inputs[1]->is_constant != 0,
       args.winograd ? winograd::tile_for(wg, x[1], w[0]) : 0,
-      stem::takes(wg, x[1], sgemm::micro_kernel_in_use()));
+      stem::takes(wg, x[1], sgemm::micro_kernel_in_use()),
+      depthwise::channels_take(wg, x[1], w[0], sgemm::micro_kernel_in_use()));
   kernel->shared_workspace = args.workspace;
   kernel->threads = args.threads;
   if (!kernel->prepare(args, err)) return nullptr;

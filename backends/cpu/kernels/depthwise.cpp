@@ -116,16 +116,20 @@ void channels(const Channels& c, float* scratch) {
   const __m512 zero = _mm512_setzero_ps();
   const int64_t taps = c.kh * c.kw;
   __m512 wv[kChannelMaxTaps];
-  for (int64_t k = 0; k < taps; ++k) {
-    alignas(64) float lanes[16] = {};
-    for (int64_t l = 0; l < c.count; ++l) lanes[l] = c.weights[l * taps + k];
-    wv[k] = _mm512_load_ps(lanes);
+  if (c.lane_weights) {
+    // Arranged offline (or at prepare): gathering them here (sixteen scalar
+    // stores, then a vector load that waits for them all) was 7% of
+    // mobilenet_v3_small's samples, whose small planes make short tasks.
+    for (int64_t k = 0; k < taps; ++k) wv[k] = _mm512_loadu_ps(c.lane_weights + k * 16);
+  } else {
+    for (int64_t k = 0; k < taps; ++k) {
+      alignas(64) float lanes[16] = {};
+      for (int64_t l = 0; l < c.count; ++l) lanes[l] = c.weights[l * taps + k];
+      wv[k] = _mm512_load_ps(lanes);
+    }
   }
-  alignas(64) float bias_lanes[16] = {};
-  if (c.bias) {
-    for (int64_t l = 0; l < c.count; ++l) bias_lanes[l] = c.bias[l];
-  }
-  const __m512 bias = _mm512_load_ps(bias_lanes);
+  const __mmask16 live = static_cast<__mmask16>((1u << c.count) - 1);
+  const __m512 bias = c.bias ? _mm512_maskz_loadu_ps(live, c.bias) : zero;
   const int64_t sx = c.stride_w * 16, row = wp * 16;
   const int64_t oy_end = c.oy_end < 0 ? c.oh : std::min(c.oh, c.oy_end);
   // The fields the transposes use on every chunk, and the planes' starts,
@@ -266,14 +270,41 @@ int64_t channel_scratch_floats(int64_t h, int64_t w, int64_t oh, int64_t ow, int
   return band_floats(c, band_rows(c));
 }
 
-bool channels_handle(int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
-                     int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
-                     int64_t dilation_h, int64_t dilation_w) {
+bool channels_take(const kite::ops::WindowGeometry& g, int64_t channels, int64_t out_channels,
+                   sgemm::MicroKernel level) {
+  const size_t r = g.input.size();
+  if (level != sgemm::MicroKernel::kAvx512 || r < 1 || r > 3 || g.output.size() != r ||
+      g.kernel.size() != r || g.strides.size() != r || g.dilations.size() != r ||
+      g.pads_begin.size() != r || g.group != channels || out_channels != channels) {
+    return false;
+  }
+  for (int64_t d : g.dilations) {
+    if (d != 1) return false;
+  }
+  // The last two axes are the plane's (one row for 1-D); a leading depth
+  // axis must be trivial.
+  if (r == 3 && (g.input[0] != 1 || g.output[0] != 1 || g.kernel[0] != 1)) return false;
+  const size_t x = r - 1;
+  const bool rows = r >= 2;
+  const int64_t h = rows ? g.input[x - 1] : 1, oh = rows ? g.output[x - 1] : 1;
+  const int64_t kh = rows ? g.kernel[x - 1] : 1, sh = rows ? g.strides[x - 1] : 1;
+  const int64_t ph = rows ? g.pads_begin[x - 1] : 0;
   // Any plane whose one-row band fits the limit.
-  return sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512 && dilation_h == 1 &&
-         dilation_w == 1 && kh * kw <= kChannelMaxTaps &&
-         channel_scratch_floats(h, w, oh, ow, kh, kw, stride_h, stride_w, pad_h, pad_w) <=
-             kChannelBandFloats;
+  return handles(g.strides[x], 1) && kh * g.kernel[x] <= kChannelMaxTaps &&
+         channel_scratch_floats(h, g.input[x], oh, g.output[x], kh, g.kernel[x], sh, g.strides[x], ph,
+                                g.pads_begin[x]) <= kChannelBandFloats;
+}
+
+int64_t lane_weight_floats(int64_t channels, int64_t taps) {
+  return (channels + kChannelLanes - 1) / kChannelLanes * taps * kChannelLanes;
+}
+
+void arrange_channel_weights(const float* weights, int64_t channels, int64_t taps, float* dst) {
+  std::fill(dst, dst + lane_weight_floats(channels, taps), 0.0f);
+  for (int64_t m = 0; m < channels; ++m) {
+    const int64_t b = m / kChannelLanes, l = m % kChannelLanes;
+    for (int64_t k = 0; k < taps; ++k) dst[(b * taps + k) * kChannelLanes + l] = weights[m * taps + k];
+  }
 }
 
 bool run_channels(const Channels& c, float* scratch) {

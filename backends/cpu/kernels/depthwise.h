@@ -9,7 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
-
+#include "kite/ops/op_node.h"
 #include "sgemm.h"
 
 namespace kite::cpu::depthwise {
@@ -77,6 +77,9 @@ struct Channels {
   int64_t kh, kw, stride_h, stride_w, pad_h, pad_w;
   const float* bias;  // count values, or null
   int64_t count;      // 1 to kChannelLanes
+  // When set, the same weights one vector a tap (kh * kw x kChannelLanes,
+  // arrange_channel_weights): the task starts without gathering them.
+  const float* lane_weights = nullptr;
   // The output rows to write, [oy_begin, oy_end) (oy_end < 0: to oh): a
   // few planes split by rows across threads.
   int64_t oy_begin = 0, oy_end = -1;
@@ -109,14 +112,21 @@ int64_t band_rows(const Channels& c);
 // Floats of scratch run_channels needs.
 int64_t channel_scratch_floats(int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
                                int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w);
-// Whether run_channels takes this geometry on this process's level (no
-// dilation; any stride and padding; a one-row band within kChannelBandFloats).
-bool channels_handle(int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
-                     int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
-                     int64_t dilation_h, int64_t dilation_w);
+// Whether a Conv runs its planes as Channels at this level: depthwise (one
+// input and one output channel a group), 1-D or 2-D planes (a 3-D one of
+// depth 1), the per-plane kernel's strides (handles), no dilation, a
+// one-row band within kChannelBandFloats; the level AVX-512.
+bool channels_take(const kite::ops::WindowGeometry& g, int64_t channels, int64_t out_channels,
+                   sgemm::MicroKernel level);
 // Writes the count output planes; false (nothing written) when the level
 // is not AVX-512 (the tests force levels).
 bool run_channels(const Channels& c, float* scratch);
+// Channels' lane_weights for every block of sixteen of `channels` channels
+// (weights: channels x taps): block b's taps at dst + b * taps *
+// kChannelLanes, lanes past the last channel 0; lane_weight_floats(...)
+// floats. The weight_pack layout "dw-c16".
+int64_t lane_weight_floats(int64_t channels, int64_t taps);
+void arrange_channel_weights(const float* weights, int64_t channels, int64_t taps, float* dst);
 
 namespace detail {
 // The same code built for each level (depthwise_impl.inc); the x86 ones only

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common.h"
+#include "depthwise.h"
 #include "kite/ops/fused.h"
 #include "kite/ops/resolve.h"
 #include "stem.h"
@@ -16,6 +17,7 @@ namespace {
 using kite::ops::OpNode;
 
 constexpr const char* kStemLayout = "stem-w8";
+constexpr const char* kLaneLayout = "dw-c16";
 
 bool is_float_constant(const OpNode& op, size_t i) {
   return op.has_input(i) && op.inputs[i].data != nullptr && op.inputs[i].dtype == KITE_DTYPE_FLOAT32;
@@ -41,8 +43,9 @@ std::string primitive_of(const OpNode& op) {
 }
 
 // Conv: the GEMM path (every Conv whose groups read more than one input
-// channel each; depthwise-like ones run a direct loop on the weights as
-// they are). Geometry as ConvKernel takes it.
+// channel each; depthwise-like ones run a direct loop, on the weights as
+// they are or, in 16-channel blocks, as lane_dims says). Geometry as
+// ConvKernel takes it.
 struct ConvDims {
   int64_t group = 1, mg = 0, k = 0;  // per group: mg x k
 };
@@ -88,6 +91,24 @@ bool stem_dims(const OpNode& op, sgemm::MicroKernel level, stem::Geometry* out) 
   kite::ops::WindowGeometry g;
   if (!kite::ops::window_geometry(conv, &g, nullptr) || !stem::takes(g, x[1], level)) return false;
   *out = stem::geometry(g, x[1], w[0]);
+  return true;
+}
+
+// A depthwise Conv the kernel runs sixteen channels at a time at this level
+// (depthwise::channels_take), whose weights it reads one vector a tap
+// ("dw-c16"): its channels and taps.
+bool lane_dims(const OpNode& op, sgemm::MicroKernel level, int64_t* channels, int64_t* taps) {
+  if (!op.has_input(0) || !op.has_input(1)) return false;
+  const Shape& x = op.inputs[0].shape;
+  const Shape& w = op.inputs[1].shape;
+  if (x.size() < 3 || x.size() > 5 || w.size() != x.size() || w[1] != 1) return false;
+  const OpNode conv = op.op == "Conv" ? op : kite::ops::fused_primitive(op, "Conv", 3);
+  kite::ops::WindowGeometry g;
+  if (!kite::ops::window_geometry(conv, &g, nullptr) || !depthwise::channels_take(g, x[1], w[0], level)) {
+    return false;
+  }
+  *channels = w[0];
+  *taps = product(w, 2);
   return true;
 }
 
@@ -213,6 +234,11 @@ std::vector<Layout> layouts(const OpNode& op, bool winograd, sgemm::MicroKernel 
       out.push_back({1, kStemLayout, stem::weight_floats(sg)});
       return out;
     }
+    int64_t lc = 0, lt = 0;
+    if (prim == "Conv" && lane_dims(op, level, &lc, &lt)) {
+      out.push_back({1, kLaneLayout, depthwise::lane_weight_floats(lc, lt)});
+      return out;
+    }
     int64_t wt = 0, wm = 0, wc = 0;
     if (prim == "Conv" && winograd && winograd_dims(op, &wt, &wm, &wc)) {
       out.push_back({1, winograd::layout_name(wt), winograd::packed_weight_floats(wt, wm, wc)});
@@ -237,6 +263,11 @@ void pack(const OpNode& op, const Layout& layout, float* dst) {
   if (prim == "Conv" && layout.name == kStemLayout) {
     stem::Geometry sg;
     if (stem_dims(op, sgemm::MicroKernel::kAvx512, &sg)) stem::arrange_weights(sg, w, dst);
+  } else if (prim == "Conv" && layout.name == kLaneLayout) {
+    int64_t channels = 0, taps = 0;
+    if (lane_dims(op, sgemm::MicroKernel::kAvx512, &channels, &taps)) {
+      depthwise::arrange_channel_weights(w, channels, taps, dst);
+    }
   } else if (prim == "Conv" && layout.name.compare(0, 4, "wino") == 0) {
     int64_t t = 0, m = 0, c = 0;
     if (winograd_dims(op, &t, &m, &c) && layout.name == winograd::layout_name(t)) {
