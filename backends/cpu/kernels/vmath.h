@@ -12,16 +12,16 @@ namespace kite::cpu::vmath {
 // reduction (n = round(x / ln 2), r = x - n ln 2, |r| <= ln2 / 2) and a
 // polynomial in r, scaled by 2^n (the exponent bits, or scalef at 16 lanes):
 // at 4 lanes the degree-7 Taylor one (truncation r^8 / 8! < 6e-9 relative),
-// at 16 a degree-5 minimax one (1.1e-7 relative, two FMAs fewer; vmath.cpp,
-// exp16); its argument is clamped to [-87, 88] so
+// at 8 and 16 a degree-5 minimax one (1.1e-7 relative, two FMAs fewer;
+// vmath.cpp, exp16); its argument is clamped to [-87, 88] so
 // 2^n stays a normal float. Measured against double precision over
 // [-100, 100] (tests/unit/cpu_kernels_test.cpp, Vmath.*): sigmoid within
 // kSigmoidRelError of the exact value, relative, where that value is a
 // normal float; below about 1.6e-38 (x < -87) it returns about 1.6e-38
 // instead of the tiny exact value. NaN stays NaN; sigmoid(+inf) = 1.
 // 16 lanes where the SGEMM level in use is AVX-512 (sgemm.h's
-// micro_kernel_in_use, which KITE_CPU_SGEMM caps), else 4.
-constexpr double kSigmoidRelError = 5e-7;  // measured: 1.4e-7 at 4 lanes, 2.3e-7 at 16
+// micro_kernel_in_use, which KITE_CPU_SGEMM caps), 8 where it is AVX2, else 4.
+constexpr double kSigmoidRelError = 5e-7;  // measured: 1.4e-7 at 4 lanes, 2.3e-7 at 8 and 16
 void sigmoid(const float* in, float* out, int64_t n, bool times_x);
 // sigmoid in place on rows rows of n floats, v[r * ld + i]: one call, one
 // dispatch and the constants loaded once, for a tile of a GEMM's output (a
@@ -39,14 +39,14 @@ void sigmoid_rows(float* v, int64_t ld, int64_t rows, int64_t n, bool times_x);
 // precision over [-12, 12] (tests/unit/cpu_kernels_test.cpp, Vmath.Gelu*),
 // within kGeluAbsError * max(1, |x|). NaN stays NaN; +inf gives +inf, -inf
 // NaN (0 * inf, as the formula does in floats). 16 lanes on the AVX-512 level,
-// else 4, as sigmoid.
+// 8 on AVX2, else 4, as sigmoid.
 constexpr double kGeluAbsError = 3e-7;
 void gelu(const float* in, float* out, int64_t n);
 void gelu_rows(float* v, int64_t ld, int64_t rows, int64_t n);
 
 // out[i] = max(0, min(1, alpha x + beta)) (ONNX HardSigmoid), with times_x
 // x times that (HardSwish: alpha 1/6, beta 1/2): the scalar formula's bits
-// on every level (16 lanes on the AVX-512 level). In place is fine.
+// on every level (16 lanes on the AVX-512 level, 8 on AVX2). In place is fine.
 void hard_sigmoid(const float* in, float* out, int64_t n, float alpha, float beta, bool times_x);
 void hard_sigmoid_rows(float* v, int64_t ld, int64_t rows, int64_t n, float alpha, float beta,
                        bool times_x);
@@ -58,21 +58,21 @@ void add(const float* a, const float* b, float* out, int64_t n);
 // out[i] = a[i * sa] op b[i * sb] for i < n, with sa and sb each 0 (one
 // value broadcast) or 1 (a row), not both 0: the elementwise Add, Sub, Mul
 // and Div of float rows. One rounding each, so the scalar loop's bits; 16
-// lanes on the AVX-512 level, else 4. out may be a or b (the same floats,
+// lanes on the AVX-512 level, 8 on AVX2, else 4. out may be a or b (the same floats,
 // not a shifted overlap).
 enum class Arith { kAdd, kSub, kMul, kDiv };
 void arith(Arith op, const float* a, int64_t sa, const float* b, int64_t sb, float* out, int64_t n);
 
 // Softmax of n contiguous floats (y may be x): max, shifted exp, float sum,
 // scale, as the scalar loops, with exp as in sigmoid (16 lanes on the
-// AVX-512 level, else 4) and the sum in lanes. A shifted value below -87
+// AVX-512 level, 8 on AVX2, else 4) and the sum in lanes. A shifted value below -87
 // gives about 1.6e-38 instead of its exact tiny exp (a -inf mask entry's
 // probability is then ~1e-38 / sum, not 0). Measured against the exact
 // softmax of the float differences x - max (Vmath.SoftmaxWithinItsStatedBound;
 // that subtraction rounds as in the scalar loops): relative error per
 // element within kSoftmaxRelError where the exact value is a normal float. NaN in
 // the row gives NaN everywhere, as the scalar loops do.
-constexpr double kSoftmaxRelError = 5e-7;  // measured: 1.7e-7 at 4 lanes, 2.3e-7 at 16
+constexpr double kSoftmaxRelError = 5e-7;  // measured: 1.7e-7 at 4 lanes, 2.3e-7 at 8 and 16
 void softmax(const float* x, float* y, int64_t n);
 
 }  // namespace kite::cpu::vmath
