@@ -181,11 +181,14 @@ MicroKernel active_level() {
 struct Job {
   detail::MicroKernelFn micro;
   detail::MicroKernelPairFn micro_pair;
-  bool avx512;  // the AVX-512 block kernel instead of micro / micro_pair
+  // A block kernel writing C itself (AVX-512, AVX2) instead of micro /
+  // micro_pair; lone_column: a last lone column by column_avx512.
+  decltype(&detail::block_kernel_avx512) block;
+  bool lone_column;
   int64_t m, n, k;
   const float* pa;
   const float* pb;
-  int64_t ldb;  // > 0: pb is a row-major B read in place (AVX-512 only), else packed
+  int64_t ldb;  // > 0: pb is a row-major B read in place (block kernels only), else packed
   float* c;
   int64_t ldc;
   const float* row_bias;
@@ -196,8 +199,8 @@ struct Job {
   int64_t col_tasks;
 };
 
-// The AVX-512 path: blocks of up to 2 A panels by 4 B panels, written to C
-// by the kernel itself. The 4 B panels of a k block (kKCBlock x 32 floats,
+// The block kernels' path: blocks of up to 2 A panels by 4 B panels,
+// written to C by the kernel itself. The 4 B panels of a k block (kKCBlock x 32 floats,
 // 32 KiB) stay in L1 (48 KiB on the Xeons here) beside the A panels
 // streaming through; 256 rather than 128 halves the C tile's reloads
 // between k blocks (with the k loop unrolled by 4, 3-5% on the GEMM alone,
@@ -239,7 +242,7 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
   // at full width (320 x 960 x 49, Zen 4: 0.37 -> 0.31 ms).
   const int64_t j_end = std::min(jp1 * kNR, job.n);
   const int64_t last_strip = jp0 + (jp1 - jp0 - 1) / 4 * 4;
-  const bool lone_column = (j_end - last_strip * kNR) % 16 == 1;
+  const bool lone_column = job.lone_column && (j_end - last_strip * kNR) % 16 == 1;
   const int64_t block_end = lone_column ? j_end - 1 : j_end;
   for (int64_t k0 = 0; k0 < job.k; k0 += kKCBlock) {
     const int64_t kc = std::min(kKCBlock, job.k - k0);
@@ -262,9 +265,9 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
         const float* a0 = job.pa + ip * job.k * kMR + k0 * kMR;
         const int64_t rows = std::min(na * kMR, job.m - i);
         const int64_t prefetch = job.ldb > 0 && ip == ip0 ? kDirectPrefetch : 0;
-        detail::block_kernel_avx512(na, nz, kc, a0, na == 2 ? a0 + job.k * kMR : a0, b, job.ldb,
-                                    prefetch, job.c + i * job.ldc + j, job.ldc, rows, cols,
-                                    job.row_bias ? job.row_bias + i : nullptr, add, epi);
+        job.block(na, nz, kc, a0, na == 2 ? a0 + job.k * kMR : a0, b, job.ldb, prefetch,
+                  job.c + i * job.ldc + j, job.ldc, rows, cols, job.row_bias ? job.row_bias + i : nullptr,
+                  add, epi);
       }
     }
   }
@@ -286,7 +289,7 @@ void run_task(const Job& job, int64_t task) {
   const int64_t ip1 = std::min(job.m_panels, ip0 + job.row_block);
   const int64_t jp0 = cb * job.col_block;
   const int64_t jp1 = std::min(job.n_panels, jp0 + job.col_block);
-  if (job.avx512) {
+  if (job.block) {
     run_blocks(job, ip0, ip1, jp0, jp1);
     return;
   }
@@ -453,6 +456,9 @@ void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const floa
           level == MicroKernel::kAvx2Fma ? detail::micro_kernel_avx2_x2
           : level == MicroKernel::kNeon  ? detail::micro_kernel_neon_x2
                                          : nullptr,
+          level == MicroKernel::kAvx512    ? detail::block_kernel_avx512
+          : level == MicroKernel::kAvx2Fma ? detail::block_kernel_avx2
+                                           : nullptr,
           level == MicroKernel::kAvx512, m, n, k, packed_a, b, ldb, c, ldc,
           row_bias, accumulate, epilogue, 0, 0, 0, 0, 0};
   job.m_panels = (m + kMR - 1) / kMR;
@@ -513,7 +519,10 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const f
   run_gemm(m, n, k, packed_a, packed_b, 0, c, ldc, row_bias, accumulate, pool, epilogue);
 }
 
-bool reads_b_in_place() { return active_level() == MicroKernel::kAvx512; }
+bool reads_b_in_place() {
+  const MicroKernel level = active_level();
+  return level == MicroKernel::kAvx512 || level == MicroKernel::kAvx2Fma;
+}
 
 bool gemm_direct_b(int64_t m, int64_t n, int64_t k, const float* packed_a, const float* b,
                    int64_t ldb, float* c, int64_t ldc, const float* row_bias, bool accumulate,

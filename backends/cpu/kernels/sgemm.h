@@ -75,7 +75,7 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const f
                  ThreadPool* pool, const Epilogue* epilogue = nullptr);
 
 // Whether this process's GEMM level reads a row-major B in place
-// (gemm_direct_b): the AVX-512 level; the others need B packed.
+// (gemm_direct_b): the AVX-512 and AVX2 levels; the others need B packed.
 bool reads_b_in_place();
 // As gemm_packed with B (k x n) read where it lies, row p at b + p * ldb
 // (ldb >= n): a pointwise convolution's input is its B, so it needs no
@@ -109,6 +109,14 @@ using MicroKernelPairFn = void (*)(int64_t kc, const float* a0, const float* a1,
                                    float* acc0, float* acc1);
 void micro_kernel_avx2_x2(int64_t kc, const float* a0, const float* a1, const float* b,
                           float* acc0, float* acc1);
+// AVX2 and FMA: block_kernel_avx512's contract (without the store
+// prefetches), in tiles of one A panel by 16 columns (12 of the 16 vector
+// registers accumulate), so a column's bits are the micro-kernel path's:
+// FMAs in k order from zero, then + C or + the row bias, then the epilogue.
+void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float* a1,
+                       const float* const* b, int64_t ldb, int64_t prefetch, float* c, int64_t ldc,
+                       int64_t rows, int64_t cols, const float* row_bias, bool add,
+                       const Epilogue* epilogue);
 // AVX-512F: a block of na (1 or 2) A panels by 2 * nz (nz = 1 or 2) B panels,
 // b[0..2*nz-1]; a B panel past the end may alias another, since its columns
 // are past cols. ldb > 0: B is not packed but row-major, the block's row p

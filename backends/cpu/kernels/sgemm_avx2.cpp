@@ -1,8 +1,11 @@
 // The SGEMM micro-kernel for x86-64 processors with AVX2 and FMA, chosen at
 // run time (sgemm.cpp asks cpu_supports_avx2_fma()). Compiled with a target
 // attribute, so the library needs no -mavx2 and still runs on any x86-64.
-// Same contract and packed layouts as the portable kernel: a 6x8 tile, one
-// 8-float register per row, over kc values of k.
+// Same packed layouts as the portable kernel. The block kernel (the GEMM's
+// path on this level) writes C itself, as the AVX-512 one does, and reads a
+// row-major B in place; the 6x8 micro-kernels (a tile to a buffer that
+// store_tile copies) stay for the tests' comparisons of levels.
+#include <algorithm>
 #include <cstdint>
 
 #include "sgemm.h"
@@ -74,6 +77,120 @@ __attribute__((target("avx2,fma"))) void micro_kernel_avx2_x2(int64_t kc, const 
   _mm256_storeu_ps(acc1 + 5 * kNR, d5);
 }
 
+namespace {
+
+// The lanes [0, count) of an 8-lane mask for maskload / maskstore.
+__attribute__((target("avx2"))) inline __m256i lanes8(int64_t count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(count, 8))),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// One A panel (6 rows) by 16 columns of B: 12 accumulators, two B loads and
+// six broadcasts a k step; then straight to C (block_kernel_avx2).
+// Direct: B row-major in place, row p at lo + p * ldb (Masked: cols < 16,
+// masked loads); else two packed panels lo and hi.
+template <bool Direct, bool Masked>
+__attribute__((target("avx2,fma"))) void tile6x16(int64_t kc, const float* a, const float* lo,
+                                                  const float* hi, int64_t ldb, int64_t prefetch,
+                                                  float* c, int64_t ldc, int64_t rows, int64_t cols,
+                                                  const float* row_bias, bool add, const Epilogue* epi) {
+  __m256 acc[6][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < 6; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  const __m256i m0 = lanes8(cols), m1 = lanes8(cols - 8);
+#pragma GCC unroll 2
+  for (int64_t p = 0; p < kc; ++p) {
+    __m256 b0, b1;
+    if constexpr (Direct) {
+      if constexpr (Masked) {
+        b0 = _mm256_maskload_ps(lo, m0);
+        b1 = _mm256_maskload_ps(lo + 8, m1);
+      } else {
+        b0 = _mm256_loadu_ps(lo);
+        b1 = _mm256_loadu_ps(lo + 8);
+      }
+      if (prefetch > 0) _mm_prefetch(reinterpret_cast<const char*>(lo + prefetch), _MM_HINT_T0);
+      lo += ldb;
+    } else {
+      b0 = _mm256_loadu_ps(lo);
+      b1 = _mm256_loadu_ps(hi);
+      lo += kNR;
+      hi += kNR;
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < 6; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r);
+      acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+    }
+    a += kMR;
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < 6; ++r) {
+    if (r >= rows) break;
+    float* cr = c + r * ldc;
+#pragma GCC unroll 2
+    for (int z = 0; z < 2; ++z) {
+      const int64_t left = cols - 8 * z;
+      if (left <= 0) break;
+      const __m256i m = z == 0 ? m0 : m1;
+      const bool full = left >= 8;
+      __m256 v = acc[r][z];
+      if (add) {
+        v = _mm256_add_ps(v, full ? _mm256_loadu_ps(cr + 8 * z) : _mm256_maskload_ps(cr + 8 * z, m));
+      } else if (row_bias) {
+        v = _mm256_add_ps(v, _mm256_set1_ps(row_bias[r]));
+      }
+      if (epi) {
+        // max_ps(a, b) = a > b ? a : b, min_ps(a, b) = a < b ? a : b (b when
+        // either is NaN): the scalar formulas bit for bit (sgemm.h).
+        if (epi->kind == Epilogue::kRelu) {
+          v = _mm256_max_ps(v, _mm256_setzero_ps());
+        } else if (epi->kind == Epilogue::kClip) {
+          v = _mm256_max_ps(_mm256_set1_ps(epi->lo), v);
+          v = _mm256_min_ps(_mm256_set1_ps(epi->hi), v);
+        }
+      }
+      if (full) {
+        _mm256_storeu_ps(cr + 8 * z, v);
+      } else {
+        _mm256_maskstore_ps(cr + 8 * z, m, v);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float* a1,
+                       const float* const* b, int64_t ldb, int64_t prefetch, float* c, int64_t ldc,
+                       int64_t rows, int64_t cols, const float* row_bias, bool add,
+                       const Epilogue* epi) {
+  // Each 16 columns against each A panel in turn: the 16 columns' k block
+  // (16 KiB of B at kc 256) stays in L1 for the second panel.
+  for (int z = 0; z < nz; ++z) {
+    const int64_t zc = std::min<int64_t>(16, cols - 16 * z);
+    if (zc <= 0) break;
+    for (int q = 0; q < na; ++q) {
+      const int64_t qr = std::min<int64_t>(kMR, rows - q * kMR);
+      if (qr <= 0) break;
+      const float* a = q == 0 ? a0 : a1;
+      float* cq = c + q * kMR * ldc + 16 * z;
+      const float* bias = row_bias ? row_bias + q * kMR : nullptr;
+      if (ldb > 0) {
+        const float* lo = b[0] + 16 * z;
+        if (zc == 16) {
+          tile6x16<true, false>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi);
+        } else {
+          tile6x16<true, true>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi);
+        }
+      } else {
+        tile6x16<false, false>(kc, a, b[2 * z], b[2 * z + 1], 0, 0, cq, ldc, qr, zc, bias, add, epi);
+      }
+    }
+  }
+}
+
 }  // namespace kite::cpu::sgemm::detail
 
 #else
@@ -83,6 +200,8 @@ namespace kite::cpu::sgemm::detail {
 bool cpu_supports_avx2_fma() { return false; }
 void micro_kernel_avx2(int64_t, const float*, const float*, float*) {}
 void micro_kernel_avx2_x2(int64_t, const float*, const float*, const float*, float*, float*) {}
+void block_kernel_avx2(int, int, int64_t, const float*, const float*, const float* const*, int64_t,
+                       int64_t, float*, int64_t, int64_t, int64_t, const float*, bool, const Epilogue*) {}
 
 }  // namespace kite::cpu::sgemm::detail
 
