@@ -1289,9 +1289,9 @@ TEST(TransposeTiles, MatchTheirDefinition) {
 // pack_a at every level against its definition, bit for bit: panel ip,
 // column p, row r holds a[(6 ip + r) * row_stride + p * col_stride] * alpha,
 // 0 past m. Rows wider than k (row_stride > k), k with and without a tail
-// past a multiple of 16 (the AVX-512 permutes take 16 columns a step), a
-// last panel of fewer rows, alpha 1 and not, and a transposed A (col_stride
-// > 1, the portable loop at every level).
+// past a multiple of 16 and of 8 (the AVX-512 permutes take 16 columns a
+// step, the AVX2 transpose 8), a last panel of fewer rows, alpha 1 and not,
+// and a transposed A (col_stride > 1, the portable loop at every level).
 TEST(Sgemm, PackAMatchesItsDefinitionAtEveryLevel) {
   using kite::cpu::sgemm::MicroKernel;
   namespace sg = kite::cpu::sgemm;

@@ -335,8 +335,10 @@ void pack_a(const float* a, int64_t row_stride, int64_t col_stride, int64_t m, i
   // Rows contiguous along k: full panels sixteen columns at a time by
   // AVX-512 permutes (the same bits). In convnext_tiny's MLPs (the
   // activations are A) the scalar loop was a tenth of the run (perf, AMD
-  // EPYC Zen 4, 1 thread); the permutes, 2.5%.
-  const bool vector = col_stride == 1 && active_level() == MicroKernel::kAvx512;
+  // EPYC Zen 4, 1 thread); the permutes, 2.5%. On AVX2, eight columns at a
+  // time by a transpose.
+  const MicroKernel level = active_level();
+  const bool vector = col_stride == 1 && (level == MicroKernel::kAvx512 || level == MicroKernel::kAvx2Fma);
   auto body = [&](int64_t begin, int64_t end) {
     for (int64_t ip = begin; ip < end; ++ip) {
       float* dst = packed + ip * k * kMR;
@@ -344,7 +346,9 @@ void pack_a(const float* a, int64_t row_stride, int64_t col_stride, int64_t m, i
       const int64_t rows = std::min(kMR, m - i0);
       int64_t p = 0;
       if (vector && rows == kMR) {
-        p = detail::pack_a_panel_avx512(a + i0 * row_stride, row_stride, k, alpha, dst);
+        p = level == MicroKernel::kAvx512
+                ? detail::pack_a_panel_avx512(a + i0 * row_stride, row_stride, k, alpha, dst)
+                : detail::pack_a_panel_avx2(a + i0 * row_stride, row_stride, k, alpha, dst);
       }
       for (; p < k; ++p) {
         float* d = dst + p * kMR;

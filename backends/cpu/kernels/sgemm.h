@@ -117,6 +117,9 @@ void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float*
                        const float* const* b, int64_t ldb, int64_t prefetch, float* c, int64_t ldc,
                        int64_t rows, int64_t cols, const float* row_bias, bool add,
                        const Epilogue* epilogue);
+// pack_a_panel_avx512's contract eight columns at a time (an 8x8 transpose
+// in registers); 0 off x86-64 builds.
+int64_t pack_a_panel_avx2(const float* a, int64_t lda, int64_t k, float alpha, float* dst);
 // AVX-512F: a block of na (1 or 2) A panels by 2 * nz (nz = 1 or 2) B panels,
 // b[0..2*nz-1]; a B panel past the end may alias another, since its columns
 // are past cols. ldb > 0: B is not packed but row-major, the block's row p

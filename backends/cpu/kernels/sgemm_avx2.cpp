@@ -162,6 +162,44 @@ __attribute__((target("avx2,fma"))) void tile6x16(int64_t kc, const float* a, co
 
 }  // namespace
 
+__attribute__((target("avx2"))) int64_t pack_a_panel_avx2(const float* a, int64_t lda, int64_t k,
+                                                          float alpha, float* dst) {
+  // Eight columns a step: the six rows (and two of zeros) transposed 8x8 by
+  // unpacks, shuffles and lane swaps; column j's six values are the first
+  // lanes of vector j, stored eight wide in column order (the next column
+  // overwrites the two extra), the last one masked to six.
+  const __m256 scale = _mm256_set1_ps(alpha);
+  const bool scaled = alpha != 1.0f;
+  const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+  const __m256 zero = _mm256_setzero_ps();
+  int64_t p = 0;
+  for (; p + 8 <= k; p += 8) {
+    __m256 r[6];
+    for (int i = 0; i < 6; ++i) {
+      r[i] = _mm256_loadu_ps(a + i * lda + p);
+      if (scaled) r[i] = _mm256_mul_ps(r[i], scale);
+    }
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(zero, zero), t7 = t6;
+    const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    float* d = dst + p * kMR;
+    _mm256_storeu_ps(d + 0 * kMR, _mm256_permute2f128_ps(s0, s4, 0x20));
+    _mm256_storeu_ps(d + 1 * kMR, _mm256_permute2f128_ps(s1, s5, 0x20));
+    _mm256_storeu_ps(d + 2 * kMR, _mm256_permute2f128_ps(s2, s6, 0x20));
+    _mm256_storeu_ps(d + 3 * kMR, _mm256_permute2f128_ps(s3, s7, 0x20));
+    _mm256_storeu_ps(d + 4 * kMR, _mm256_permute2f128_ps(s0, s4, 0x31));
+    _mm256_storeu_ps(d + 5 * kMR, _mm256_permute2f128_ps(s1, s5, 0x31));
+    _mm256_storeu_ps(d + 6 * kMR, _mm256_permute2f128_ps(s2, s6, 0x31));
+    _mm256_maskstore_ps(d + 7 * kMR, six, _mm256_permute2f128_ps(s3, s7, 0x31));
+  }
+  return p;
+}
+
 void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float* a1,
                        const float* const* b, int64_t ldb, int64_t prefetch, float* c, int64_t ldc,
                        int64_t rows, int64_t cols, const float* row_bias, bool add,
@@ -202,6 +240,7 @@ void micro_kernel_avx2(int64_t, const float*, const float*, float*) {}
 void micro_kernel_avx2_x2(int64_t, const float*, const float*, const float*, float*, float*) {}
 void block_kernel_avx2(int, int, int64_t, const float*, const float*, const float* const*, int64_t,
                        int64_t, float*, int64_t, int64_t, int64_t, const float*, bool, const Epilogue*) {}
+int64_t pack_a_panel_avx2(const float*, int64_t, int64_t, float, float*) { return 0; }
 
 }  // namespace kite::cpu::sgemm::detail
 
