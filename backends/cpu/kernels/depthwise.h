@@ -50,10 +50,13 @@ inline Padded padded(const Plane& p) {
   const int64_t h_need = (p.oh - 1) * p.stride_h + (p.kh - 1) * p.dilation_h + 1;
   return {std::max(p.pad_w + p.w, w_need), std::max(p.pad_h + p.h, h_need)};
 }
+// Stride 2: each padded row is kept as its even columns then its odd ones,
+// half_width(d) floats each, so every tap reads whole vectors (depthwise_impl.inc).
+inline int64_t half_width(const Padded& d) { return (d.w + 1) / 2; }
 // Floats of scratch run_plane needs for p.
 inline int64_t scratch_floats(const Plane& p) {
   const Padded d = padded(p);
-  return d.w * d.h;
+  return p.stride_w == 2 ? 2 * half_width(d) * d.h : d.w * d.h;
 }
 
 // Writes p.out; scratch: scratch_floats(p) floats, any content.
