@@ -1111,8 +1111,8 @@ TEST(Sgemm, OneColumnSplitOverThreadsMatchesOneThread) {
 }
 
 // A last column alone in its 16-lane vector (n = 17, 49 = 32 + 16 + 1) is
-// computed apart on AVX-512 (column_avx512) with the block kernel's
-// arithmetic: its bits are those the same column gets among 32 or 64
+// computed apart on AVX-512 and AVX2 (column_avx512, column_avx2) with the
+// block kernel's arithmetic: its bits are those the same column gets among 32 or 64
 // (where no column is alone), so a column's value does not depend on how
 // many columns share the GEMM (the memory budget splits convolutions by
 // columns and requires identical outputs). k across two and three k blocks,
@@ -1122,46 +1122,52 @@ TEST(Sgemm, LoneLastColumnHasTheBlockKernelsBits) {
   namespace sg = kite::cpu::sgemm;
   kite::cpu::ThreadPool pool(2);
   const int64_t m = 19, wide = 64;
-  for (int64_t k : {300, 513}) {
-    const std::vector<float> a = Random(m * k, 95), b = Random(k * wide, 96), bias = Random(m, 97);
-    const std::vector<float> c0 = Random(m * wide, 98);
-    std::vector<float> pa(static_cast<size_t>(sg::packed_a_floats(m, k)));
-    sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
-    for (int64_t n : {17, 49}) {
-      const int64_t n_ref = n < 32 ? 32 : 64;
-      for (int mode = 0; mode < 5; ++mode) {  // plain, bias, accumulate, bias + Clip, Relu
-        sg::Epilogue e;
-        e.kind = mode == 3 ? sg::Epilogue::kClip : mode == 4 ? sg::Epilogue::kRelu : sg::Epilogue::kNone;
-        e.lo = -0.5f;
-        e.hi = 0.5f;
-        const float* rb = mode == 1 || mode == 3 ? bias.data() : nullptr;
-        for (kite::cpu::ThreadPool* p : {static_cast<kite::cpu::ThreadPool*>(nullptr), &pool}) {
-          // The reference: n_ref columns, C rows wide apart.
-          std::vector<float> ref = c0, got = c0;
-          if (!sg::gemm_direct_b(m, n_ref, k, pa.data(), b.data(), wide, ref.data(), wide, rb, mode == 2, p,
-                                 &e)) {
-            GTEST_SKIP() << "B read in place needs the AVX-512 level";
-          }
-          ASSERT_TRUE(sg::gemm_direct_b(m, n, k, pa.data(), b.data(), wide, got.data(), wide, rb, mode == 2, p,
-                                        &e));
-          // B packed: the same bits.
-          std::vector<float> pb(static_cast<size_t>(sg::packed_b_floats(k, n))), packed = c0;
-          sg::pack_b(b.data(), wide, 1, k, n, pb.data(), nullptr);
-          sg::gemm_packed(m, n, k, pa.data(), pb.data(), packed.data(), wide, rb, mode == 2, p, &e);
-          for (int64_t i = 0; i < m; ++i) {
-            for (int64_t j = 0; j < wide; ++j) {
-              const float want = j < n ? ref[i * wide + j] : c0[i * wide + j];
-              ASSERT_EQ(std::memcmp(&got[i * wide + j], &want, sizeof(float)), 0)
-                  << "k " << k << " n " << n << " mode " << mode << (p ? " pool" : "") << " at (" << i << ","
-                  << j << "): " << got[i * wide + j] << " vs " << want;
-              ASSERT_EQ(std::memcmp(&packed[i * wide + j], &want, sizeof(float)), 0)
-                  << "packed: k " << k << " n " << n << " mode " << mode << " at (" << i << "," << j << ")";
+  int levels = 0;
+  for (sg::MicroKernel kernel : {sg::MicroKernel::kAvx2Fma, sg::MicroKernel::kAvx512}) {
+    const ForcedGemmKernel forced(kernel);
+    if (!forced.ok()) continue;
+    SCOPED_TRACE(kernel == sg::MicroKernel::kAvx512 ? "avx512" : "avx2");
+    ++levels;
+    for (int64_t k : {300, 513}) {
+      const std::vector<float> a = Random(m * k, 95), b = Random(k * wide, 96), bias = Random(m, 97);
+      const std::vector<float> c0 = Random(m * wide, 98);
+      std::vector<float> pa(static_cast<size_t>(sg::packed_a_floats(m, k)));
+      sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
+      for (int64_t n : {17, 49}) {
+        const int64_t n_ref = n < 32 ? 32 : 64;
+        for (int mode = 0; mode < 5; ++mode) {  // plain, bias, accumulate, bias + Clip, Relu
+          sg::Epilogue e;
+          e.kind = mode == 3 ? sg::Epilogue::kClip : mode == 4 ? sg::Epilogue::kRelu : sg::Epilogue::kNone;
+          e.lo = -0.5f;
+          e.hi = 0.5f;
+          const float* rb = mode == 1 || mode == 3 ? bias.data() : nullptr;
+          for (kite::cpu::ThreadPool* p : {static_cast<kite::cpu::ThreadPool*>(nullptr), &pool}) {
+            // The reference: n_ref columns, C rows wide apart.
+            std::vector<float> ref = c0, got = c0;
+            ASSERT_TRUE(sg::gemm_direct_b(m, n_ref, k, pa.data(), b.data(), wide, ref.data(), wide, rb,
+                                          mode == 2, p, &e));
+            ASSERT_TRUE(sg::gemm_direct_b(m, n, k, pa.data(), b.data(), wide, got.data(), wide, rb, mode == 2, p,
+                                          &e));
+            // B packed: the same bits.
+            std::vector<float> pb(static_cast<size_t>(sg::packed_b_floats(k, n))), packed = c0;
+            sg::pack_b(b.data(), wide, 1, k, n, pb.data(), nullptr);
+            sg::gemm_packed(m, n, k, pa.data(), pb.data(), packed.data(), wide, rb, mode == 2, p, &e);
+            for (int64_t i = 0; i < m; ++i) {
+              for (int64_t j = 0; j < wide; ++j) {
+                const float want = j < n ? ref[i * wide + j] : c0[i * wide + j];
+                ASSERT_EQ(std::memcmp(&got[i * wide + j], &want, sizeof(float)), 0)
+                    << "k " << k << " n " << n << " mode " << mode << (p ? " pool" : "") << " at (" << i << ","
+                    << j << "): " << got[i * wide + j] << " vs " << want;
+                ASSERT_EQ(std::memcmp(&packed[i * wide + j], &want, sizeof(float)), 0)
+                    << "packed: k " << k << " n " << n << " mode " << mode << " at (" << i << "," << j << ")";
+              }
             }
           }
         }
       }
     }
   }
+  if (levels == 0) GTEST_SKIP() << "a lone column is computed apart on AVX2 and AVX-512 only";
 }
 
 // One row (m = 1, a fully connected layer at batch 1) from packed B goes

@@ -182,9 +182,9 @@ struct Job {
   detail::MicroKernelFn micro;
   detail::MicroKernelPairFn micro_pair;
   // A block kernel writing C itself (AVX-512, AVX2) instead of micro /
-  // micro_pair; lone_column: a last lone column by column_avx512.
+  // micro_pair; column: the kernel for a last lone column (null: none).
   decltype(&detail::block_kernel_avx512) block;
-  bool lone_column;
+  decltype(&detail::column_avx512) column;
   int64_t m, n, k;
   const float* pa;
   const float* pb;
@@ -236,13 +236,14 @@ void gemv(int64_t ip0, int64_t ip1, int64_t m, int64_t k, const float* packed_a,
 
 void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t jp1) {
   // A last column alone in its 16-lane vector (n = 49: the 7x7 planes of
-  // the mobilenets' and efficientnet's last stages) goes to column_avx512,
+  // the mobilenets' and efficientnet's last stages) goes to column_avx512
+  // (column_avx2 on AVX2, whose tiles are 16 columns too),
   // six rows a vector with the block kernel's arithmetic (the same bits),
   // instead of a vector of one useful lane: the blocks then do 48 columns
   // at full width (320 x 960 x 49, Zen 4: 0.37 -> 0.31 ms).
   const int64_t j_end = std::min(jp1 * kNR, job.n);
   const int64_t last_strip = jp0 + (jp1 - jp0 - 1) / 4 * 4;
-  const bool lone_column = job.lone_column && (j_end - last_strip * kNR) % 16 == 1;
+  const bool lone_column = job.column && (j_end - last_strip * kNR) % 16 == 1;
   const int64_t block_end = lone_column ? j_end - 1 : j_end;
   for (int64_t k0 = 0; k0 < job.k; k0 += kKCBlock) {
     const int64_t kc = std::min(kKCBlock, job.k - k0);
@@ -274,8 +275,8 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
   if (lone_column) {
     const int64_t j = j_end - 1;
     const float* x = job.ldb > 0 ? job.pb + j : job.pb + j / kNR * job.k * kNR + j % kNR;
-    detail::column_avx512(ip0, ip1, job.m, job.k, kKCBlock, job.pa, x, job.ldb > 0 ? job.ldb : kNR,
-                          job.c + j, job.ldc, job.row_bias, job.accumulate, job.epilogue);
+    job.column(ip0, ip1, job.m, job.k, kKCBlock, job.pa, x, job.ldb > 0 ? job.ldb : kNR, job.c + j,
+               job.ldc, job.row_bias, job.accumulate, job.epilogue);
   }
   // The task's block of C is final: the tile hook while it is in L2.
   const int64_t i0 = ip0 * kMR, j0 = jp0 * kNR;
@@ -463,7 +464,10 @@ void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const floa
           level == MicroKernel::kAvx512    ? detail::block_kernel_avx512
           : level == MicroKernel::kAvx2Fma ? detail::block_kernel_avx2
                                            : nullptr,
-          level == MicroKernel::kAvx512, m, n, k, packed_a, b, ldb, c, ldc,
+          level == MicroKernel::kAvx512    ? detail::column_avx512
+          : level == MicroKernel::kAvx2Fma ? detail::column_avx2
+                                           : nullptr,
+          m, n, k, packed_a, b, ldb, c, ldc,
           row_bias, accumulate, epilogue, 0, 0, 0, 0, 0};
   job.m_panels = (m + kMR - 1) / kMR;
   job.n_panels = (n + kNR - 1) / kNR;

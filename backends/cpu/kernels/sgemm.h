@@ -117,6 +117,14 @@ void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float*
                        const float* const* b, int64_t ldb, int64_t prefetch, float* c, int64_t ldc,
                        int64_t rows, int64_t cols, const float* row_bias, bool add,
                        const Epilogue* epilogue);
+// column_avx512's contract on AVX2 (a panel's six rows a vector, four
+// panels at a time): block_kernel_avx2's bits for that column. A GEMM's
+// last lone column (49 = 3 x 16 + 1: the 7x7 planes) and n = 1 (the
+// squeeze-and-excitation layers) go there instead of a 16-column tile of
+// one useful column.
+void column_avx2(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t kc_block,
+                 const float* packed_a, const float* x, int64_t x_stride, float* y, int64_t ldy,
+                 const float* row_bias, bool accumulate, const Epilogue* epilogue);
 // pack_a_panel_avx512's contract eight columns at a time (an 8x8 transpose
 // in registers); 0 off x86-64 builds.
 int64_t pack_a_panel_avx2(const float* a, int64_t lda, int64_t k, float alpha, float* dst);

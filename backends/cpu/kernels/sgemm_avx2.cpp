@@ -79,6 +79,11 @@ __attribute__((target("avx2,fma"))) void micro_kernel_avx2_x2(int64_t kc, const 
 
 namespace {
 
+// How far ahead (floats) each row of C is prefetched for writing as a full
+// tile stores it: four strips of 32 columns on, as the AVX-512 kernel does
+// (its reason: the stores of large outputs waited on reads for ownership).
+constexpr int64_t kStorePrefetch = 128;
+
 // The lanes [0, count) of an 8-lane mask for maskload / maskstore.
 __attribute__((target("avx2"))) inline __m256i lanes8(int64_t count) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(count, 8))),
@@ -90,7 +95,7 @@ __attribute__((target("avx2"))) inline __m256i lanes8(int64_t count) {
 // Direct: B row-major in place, row p at lo + p * ldb (Masked: cols < 16,
 // masked loads); else two packed panels lo and hi.
 template <bool Direct, bool Masked>
-__attribute__((target("avx2,fma"))) void tile6x16(int64_t kc, const float* a, const float* lo,
+__attribute__((target("avx2,fma,prfchw"))) void tile6x16(int64_t kc, const float* a, const float* lo,
                                                   const float* hi, int64_t ldb, int64_t prefetch,
                                                   float* c, int64_t ldc, int64_t rows, int64_t cols,
                                                   const float* row_bias, bool add, const Epilogue* epi) {
@@ -157,10 +162,71 @@ __attribute__((target("avx2,fma"))) void tile6x16(int64_t kc, const float* a, co
         _mm256_maskstore_ps(cr + 8 * z, m, v);
       }
     }
+    // A full tile: the row's line kStorePrefetch floats on, for writing.
+    if (cols == 16) _mm_prefetch(reinterpret_cast<const char*>(cr + kStorePrefetch), _MM_HINT_ET0);
+  }
+}
+
+// NP panels of column_avx2, one k block: panel q's six rows in lanes 0-5
+// of acc[q], NP independent FMA chains.
+template <int NP>
+__attribute__((target("avx2,fma"))) void column_block(int64_t ip, int64_t m, int64_t k, int64_t k0,
+                                                      int64_t kc, const float* packed_a, const float* x,
+                                                      int64_t x_stride, float* y, int64_t ldy,
+                                                      const float* row_bias, bool add,
+                                                      const Epilogue* epilogue) {
+  const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+  __m256 acc[NP];
+  for (int q = 0; q < NP; ++q) acc[q] = _mm256_setzero_ps();
+  const float* a = packed_a + ip * k * kMR + k0 * kMR;
+  const int64_t panel = k * kMR;
+  for (int64_t p = k0; p < k0 + kc; ++p, a += kMR) {
+    const __m256 xv = _mm256_broadcast_ss(x + p * x_stride);
+    for (int q = 0; q < NP; ++q) acc[q] = _mm256_fmadd_ps(_mm256_maskload_ps(a + q * panel, six), xv, acc[q]);
+  }
+  // The block kernel's store, value by value: the k block's sum, then + C
+  // (a later k block, or accumulate) or + the row bias, then the epilogue
+  // after the last k block, its formulas.
+  const bool last = k0 + kc == k;
+  alignas(32) float lanes[NP][8];
+  for (int q = 0; q < NP; ++q) _mm256_store_ps(lanes[q], acc[q]);
+  for (int q = 0; q < NP; ++q) {
+    const int64_t rows = std::min<int64_t>(kMR, m - (ip + q) * kMR);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t i = (ip + q) * kMR + r;
+      float* out = y + i * ldy;
+      float v = lanes[q][r];
+      if (add) {
+        v = v + *out;
+      } else if (row_bias) {
+        v = v + row_bias[i];
+      }
+      *out = last && epilogue ? finish_value(*epilogue, v) : v;
+    }
   }
 }
 
 }  // namespace
+
+void column_avx2(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t kc_block,
+                 const float* packed_a, const float* x, int64_t x_stride, float* y, int64_t ldy,
+                 const float* row_bias, bool accumulate, const Epilogue* epilogue) {
+  // Four panels (four FMA chains) at a time, the rest in one smaller step;
+  // k blocks as the block kernel's.
+  for (int64_t ip = ip0; ip < ip1; ip += 4) {
+    const int64_t np = std::min<int64_t>(4, ip1 - ip);
+    for (int64_t k0 = 0; k0 < k; k0 += kc_block) {
+      const int64_t kc = std::min(kc_block, k - k0);
+      const bool add = accumulate || k0 > 0;
+      switch (np) {
+        case 4: column_block<4>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 3: column_block<3>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 2: column_block<2>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        default: column_block<1>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+      }
+    }
+  }
+}
 
 __attribute__((target("avx2"))) int64_t pack_a_panel_avx2(const float* a, int64_t lda, int64_t k,
                                                           float alpha, float* dst) {
@@ -241,6 +307,8 @@ void micro_kernel_avx2_x2(int64_t, const float*, const float*, const float*, flo
 void block_kernel_avx2(int, int, int64_t, const float*, const float*, const float* const*, int64_t,
                        int64_t, float*, int64_t, int64_t, int64_t, const float*, bool, const Epilogue*) {}
 int64_t pack_a_panel_avx2(const float*, int64_t, int64_t, float, float*) { return 0; }
+void column_avx2(int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t, float*,
+                 int64_t, const float*, bool, const Epilogue*) {}
 
 }  // namespace kite::cpu::sgemm::detail
 
