@@ -1785,6 +1785,22 @@ TEST_P(ConvSweep, MatchesReference) {
       ExpectDot(n.result(), ref);
     }
   }
+  // Where the best level is AVX-512, the AVX2 level's own paths too (its
+  // block and column kernels, the depthwise channel halves), forced.
+  using kite::cpu::sgemm::MicroKernel;
+  if (kite::cpu::sgemm::micro_kernel_in_use() == MicroKernel::kAvx512) {
+    const ForcedGemmKernel avx2(MicroKernel::kAvx2Fma);
+    ASSERT_TRUE(avx2.ok());
+    SCOPED_TRACE("forced avx2, 2 threads, constant W");
+    Backend be(2);
+    Node n("Conv", "conv");
+    n.in(x_shape, x).in(w_shape, w, true);
+    if (c.bias) n.in({c.m}, bias, true);
+    n.out(y_shape).i("group", c.group).ints("strides", c.strides).ints("dilations", c.dilations);
+    if (c.auto_pad.empty()) n.ints("pads", c.pads); else n.s("auto_pad", c.auto_pad);
+    ASSERT_TRUE(Runs(be, n));
+    ExpectDot(n.result(), ref);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -1827,7 +1843,7 @@ INSTANTIATE_TEST_SUITE_P(
         // More stems (stem.h): one input channel, stride 1; four, uneven pads.
         ConvCase{1, 1, 9, 1, {23, 37}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, "", true},
         ConvCase{2, 4, 16, 1, {31, 100}, {3, 3}, {2, 2}, {1, 1}, {1, 0, 0, 1}, "", false},
-        // Depthwise sixteen channels a task on AVX-512 (depthwise::Channels,
+        // Depthwise sixteen channels a task on AVX-512 and AVX2 (depthwise::Channels,
         // bands of output rows within kChannelBandFloats): channel
         // tails, rows of 8 outputs and row tails of 1 to 7, stride 2 and
         // mixed strides, 5x5 and 7x7 kernels, uneven pads, planes whose

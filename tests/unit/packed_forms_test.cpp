@@ -307,15 +307,16 @@ TEST(PackedForms, StemConvsHaveAnAvx512LayoutOfTheirOwn) {
 
 TEST(PackedForms, DepthwiseConvsHaveAnAvx512LayoutOfTheirOwn) {
   // Twenty channels (a block of sixteen and a tail of four), 3x3, one
-  // channel a group: on x86-avx512 the kernel runs them sixteen at a time
-  // (depthwise::Channels) reading "dw-c16"; the other levels read the
-  // weights as they are and have no form.
+  // channel a group: on x86-avx512 and x86-avx2 the kernel runs them
+  // sixteen at a time (depthwise::Channels) reading "dw-c16"; the other
+  // levels read the weights as they are and have no form.
   const OneNode c{"Conv", {1, 20, 9, 9}, {20, 1, 3, 3}, {20}, {1, 20, 9, 9},
                   {int_attr("group", 20), ints_attr("pads", {1, 1, 1, 1})}};
   const Model plain = one_node_model(c);
   Model m = with_forms(plain, wp::isa_names());
   ASSERT_EQ(m.packed.size(), 1u);
-  EXPECT_EQ(m.packed[0].keys, std::vector<std::string>{wp::key("x86-avx512", "dw-c16")});
+  EXPECT_EQ(m.packed[0].keys,
+            (std::vector<std::string>{wp::key("x86-avx512", "dw-c16"), wp::key("x86-avx2", "dw-c16")}));
   // Two blocks of sixteen lanes by nine taps.
   EXPECT_EQ(m.packed[0].data.size(), 2u * 9 * 16 * sizeof(float));
   const std::vector<float> x = ramp(20 * 81, 3);
@@ -325,8 +326,8 @@ TEST(PackedForms, DepthwiseConvsHaveAnAvx512LayoutOfTheirOwn) {
   EXPECT_EQ(s.reasons().find("weights packed at load"), std::string::npos) << s.reasons();
   // The file's form and one arranged at load: the same kernel, the same bits.
   EXPECT_EQ(s.run(x, 20 * 81), p.run(x, 20 * 81));
-  if (wp::host_isa() != "x86-avx512") return;
-  EXPECT_NE(p.reasons().find("weights packed at load (the file has no " + wp::key("x86-avx512", "dw-c16")),
+  if (wp::host_isa() != "x86-avx512" && wp::host_isa() != "x86-avx2") return;
+  EXPECT_NE(p.reasons().find("weights packed at load (the file has no " + wp::key(wp::host_isa(), "dw-c16")),
             std::string::npos)
       << p.reasons();
   // A form of zeros gives the bias: the kernel read the file's bytes.

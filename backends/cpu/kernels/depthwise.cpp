@@ -54,8 +54,172 @@ namespace avx2 {
 #define KITE_DW_LANES 8
 #include "depthwise_impl.inc"
 #undef KITE_DW_LANES
+
+// Eight rows of eight floats transposed in registers: r[i][j] becomes
+// r[j][i] (unpacks, shuffles within 128-bit lanes, then lane swaps).
+inline void transpose8(__m256 r[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+  r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+  r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+  r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+  r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+inline __m256i first_lanes(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(n, 8))),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// Plane::Act's formulas (max_ps / min_ps return their second operand
+// unless the first is strictly greater / smaller).
+inline __m256 finish8(const Channels& c, __m256 v) {
+  if (c.act == Plane::kRelu) return _mm256_max_ps(v, _mm256_setzero_ps());
+  if (c.act == Plane::kClip) {
+    v = _mm256_max_ps(_mm256_set1_ps(c.lo), v);
+    return _mm256_min_ps(_mm256_set1_ps(c.hi), v);
+  }
+  return v;
+}
+
+// The AVX-512 path's pixels at eight lanes: Q output pixels of a row, Q
+// accumulator chains, the weights read from wv (memory: with Q chains
+// they do not all fit the 16 registers).
+template <int Q>
+void pixels8(const Channels& c, const float* base, int64_t row, int64_t sx, const __m256* wv,
+             __m256 bias, float* o) {
+  __m256 acc[Q];
+  for (int q = 0; q < Q; ++q) acc[q] = bias;
+  for (int64_t ky = 0; ky < c.kh; ++ky) {
+    const float* r = base + ky * row;
+    for (int64_t kx = 0; kx < c.kw; ++kx) {
+      const __m256 w = wv[ky * c.kw + kx];
+      const float* at = r + kx * 8;
+      for (int q = 0; q < Q; ++q) acc[q] = _mm256_fmadd_ps(_mm256_loadu_ps(at + q * sx), w, acc[q]);
+    }
+  }
+  for (int q = 0; q < Q; ++q) _mm256_storeu_ps(o + q * 8, finish8(c, acc[q]));
+}
+
+// avx512::channels at eight lanes, for eight of the block's channels
+// (lane0: the first of them within the block of sixteen): the same bands,
+// padded buffer, taps in the same order (the same bits per output) and
+// tile hook, with 8x8 transposes.
+void channels8(const Channels& c, int64_t lane0, float* scratch) {
+  const int64_t wp = padded_cols(c), band = band_rows(c);
+  const __m256 zero = _mm256_setzero_ps();
+  const int64_t taps = c.kh * c.kw;
+  const int64_t count = std::min<int64_t>(8, c.count - lane0);
+  alignas(32) __m256 wv[kChannelMaxTaps];
+  if (c.lane_weights) {
+    for (int64_t k = 0; k < taps; ++k) wv[k] = _mm256_loadu_ps(c.lane_weights + k * 16 + lane0);
+  } else {
+    for (int64_t k = 0; k < taps; ++k) {
+      alignas(32) float lanes[8] = {};
+      for (int64_t l = 0; l < count; ++l) lanes[l] = c.weights[(lane0 + l) * taps + k];
+      wv[k] = _mm256_load_ps(lanes);
+    }
+  }
+  const __m256 bias = c.bias ? _mm256_maskload_ps(c.bias + lane0, first_lanes(count)) : zero;
+  const int64_t sx = c.stride_w * 8, row = wp * 8;
+  const int64_t oy_end = c.oy_end < 0 ? c.oh : std::min(c.oh, c.oy_end);
+  const int64_t w = c.w, pad_h = c.pad_h, pad_w = c.pad_w;
+  const float* in[8];
+  float* out[8];
+  for (int64_t l = 0; l < 8; ++l) {
+    in[l] = c.in + (lane0 + std::min(l, count - 1)) * c.in_stride;
+    out[l] = c.out + (lane0 + std::min(l, count - 1)) * c.out_stride;
+  }
+  for (int64_t oy0 = std::max<int64_t>(0, c.oy_begin); oy0 < oy_end; oy0 += band) {
+    const int64_t oy1 = std::min(oy_end, oy0 + band);
+    const int64_t py0 = oy0 * c.stride_h, py1 = (oy1 - 1) * c.stride_h + c.kh;
+    float* t = scratch;                     // (py1 - py0) x wp x 8
+    float* o = scratch + (py1 - py0) * row;  // (oy1 - oy0) x ow x 8
+    auto zero_span = [&](int64_t y, int64_t x0, int64_t x1) {
+      for (int64_t x = x0; x < x1; ++x) _mm256_storeu_ps(t + (y * wp + x) * 8, zero);
+    };
+    for (int64_t py = py0; py < py1; ++py) {
+      if (py < pad_h || py >= pad_h + c.h) {
+        zero_span(py - py0, 0, wp);
+      } else {
+        zero_span(py - py0, 0, pad_w);
+        zero_span(py - py0, pad_w + w, wp);
+      }
+    }
+    const int64_t y0 = std::max<int64_t>(0, py0 - pad_h), y1 = std::min(c.h, py1 - pad_h);
+    int64_t y = y0, x = 0;
+    for (int64_t i = y0 * w; i < y1 * w; i += 8) {
+      const int64_t n = std::min<int64_t>(8, y1 * w - i);
+      const __m256i m = first_lanes(n);
+      __m256 r[8];
+      for (int64_t l = 0; l < 8; ++l) r[l] = l < count ? _mm256_maskload_ps(in[l] + i, m) : zero;
+      transpose8(r);
+      float* dst = t + ((y + pad_h - py0) * wp + x + pad_w) * 8;
+      for (int64_t j = 0; j < n; ++j) {
+        _mm256_storeu_ps(dst, r[j]);
+        dst += 8;
+        if (++x == w) {
+          x = 0, ++y;
+          dst = t + ((y + pad_h - py0) * wp + pad_w) * 8;
+        }
+      }
+    }
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+      float* orow = o + (oy - oy0) * c.ow * 8;
+      const float* base = t + (oy * c.stride_h - py0) * row;
+      int64_t ox = 0;
+      for (; ox + 8 <= c.ow; ox += 8) pixels8<8>(c, base + ox * sx, row, sx, wv, bias, orow + ox * 8);
+      const float* b = base + ox * sx;
+      float* d = orow + ox * 8;
+      switch (c.ow - ox) {
+        case 7: pixels8<7>(c, b, row, sx, wv, bias, d); break;
+        case 6: pixels8<6>(c, b, row, sx, wv, bias, d); break;
+        case 5: pixels8<5>(c, b, row, sx, wv, bias, d); break;
+        case 4: pixels8<4>(c, b, row, sx, wv, bias, d); break;
+        case 3: pixels8<3>(c, b, row, sx, wv, bias, d); break;
+        case 2: pixels8<2>(c, b, row, sx, wv, bias, d); break;
+        case 1: pixels8<1>(c, b, row, sx, wv, bias, d); break;
+        default: break;
+      }
+    }
+    if (c.tile) {
+      const int64_t floats = (oy1 - oy0) * c.ow * 8;
+      c.tile(c.tile_ctx, o, floats, 1, floats);
+    }
+    const int64_t out0 = oy0 * c.ow, out1 = oy1 * c.ow;
+    for (int64_t i = out0; i < out1; i += 8) {
+      const int64_t n = std::min<int64_t>(8, out1 - i);
+      __m256 r[8];
+      for (int64_t j = 0; j < 8; ++j) r[j] = j < n ? _mm256_loadu_ps(o + (i - out0 + j) * 8) : zero;
+      transpose8(r);
+      const __m256i m = first_lanes(n);
+      for (int64_t l = 0; l < count; ++l) {
+        if (n == 8) {
+          _mm256_storeu_ps(out[l] + i, r[l]);
+        } else {
+          _mm256_maskstore_ps(out[l] + i, m, r[l]);
+        }
+      }
+    }
+  }
+}
 }  // namespace avx2
 void detail::plane_avx2(const Plane& p, float* scratch) { avx2::plane(p, scratch); }
+bool detail::channels_avx2(const Channels& c, float* scratch) {
+  // The block's sixteen channels as two halves of eight.
+  for (int64_t lane0 = 0; lane0 < c.count; lane0 += 8) avx2::channels8(c, lane0, scratch);
+  return true;
+}
 #if defined(__clang__)
 #pragma clang attribute pop
 #pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)
@@ -237,6 +401,7 @@ bool detail::channels_avx512(const Channels& c, float* scratch) {
 void detail::plane_avx2(const Plane& p, float* scratch) { detail::plane_portable(p, scratch); }
 void detail::plane_avx512(const Plane& p, float* scratch) { detail::plane_portable(p, scratch); }
 bool detail::channels_avx512(const Channels&, float*) { return false; }
+bool detail::channels_avx2(const Channels&, float*) { return false; }
 #endif
 
 void run_plane(const Plane& p, float* scratch) {
@@ -273,7 +438,7 @@ int64_t channel_scratch_floats(int64_t h, int64_t w, int64_t oh, int64_t ow, int
 bool channels_take(const kite::ops::WindowGeometry& g, int64_t channels, int64_t out_channels,
                    sgemm::MicroKernel level) {
   const size_t r = g.input.size();
-  if (level != sgemm::MicroKernel::kAvx512 || r < 1 || r > 3 || g.output.size() != r ||
+  if ((level != sgemm::MicroKernel::kAvx512 && level != sgemm::MicroKernel::kAvx2Fma) || r < 1 || r > 3 || g.output.size() != r ||
       g.kernel.size() != r || g.strides.size() != r || g.dilations.size() != r ||
       g.pads_begin.size() != r || g.group != channels || out_channels != channels) {
     return false;
@@ -308,10 +473,15 @@ void arrange_channel_weights(const float* weights, int64_t channels, int64_t tap
 }
 
 bool run_channels(const Channels& c, float* scratch) {
-  if (sgemm::micro_kernel_in_use() != sgemm::MicroKernel::kAvx512 || c.kh * c.kw > kChannelMaxTaps) {
-    return false;
+  if (c.kh * c.kw > kChannelMaxTaps) return false;
+  switch (sgemm::micro_kernel_in_use()) {
+    case sgemm::MicroKernel::kAvx512:
+      return detail::channels_avx512(c, scratch);
+    case sgemm::MicroKernel::kAvx2Fma:
+      return detail::channels_avx2(c, scratch);
+    default:
+      return false;
   }
-  return detail::channels_avx512(c, scratch);
 }
 
 }  // namespace kite::cpu::depthwise

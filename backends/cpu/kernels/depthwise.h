@@ -62,7 +62,8 @@ inline int64_t scratch_floats(const Plane& p) {
 // Writes p.out; scratch: scratch_floats(p) floats, any content.
 void run_plane(const Plane& p, float* scratch);
 
-// Sixteen channels at a time (AVX-512 only): the sixteen input planes are
+// Sixteen channels at a time (AVX-512; AVX2 as two halves of eight): the
+// sixteen input planes are
 // transposed into a zero-padded buffer with one channel per lane ((h + pads)
 // x (w + pads) vectors), every output pixel is then its taps' FMAs with a
 // weight vector per tap, and the result is transposed back to the sixteen
@@ -118,11 +119,12 @@ int64_t channel_scratch_floats(int64_t h, int64_t w, int64_t oh, int64_t ow, int
 // Whether a Conv runs its planes as Channels at this level: depthwise (one
 // input and one output channel a group), 1-D or 2-D planes (a 3-D one of
 // depth 1), the per-plane kernel's strides (handles), no dilation, a
-// one-row band within kChannelBandFloats; the level AVX-512.
+// one-row band within kChannelBandFloats; the level AVX-512 or AVX2 (eight
+// lanes, each block of sixteen as two halves).
 bool channels_take(const kite::ops::WindowGeometry& g, int64_t channels, int64_t out_channels,
                    sgemm::MicroKernel level);
 // Writes the count output planes; false (nothing written) when the level
-// is not AVX-512 (the tests force levels).
+// is neither AVX-512 nor AVX2 (the tests force levels).
 bool run_channels(const Channels& c, float* scratch);
 // Channels' lane_weights for every block of sixteen of `channels` channels
 // (weights: channels x taps): block b's taps at dst + b * taps *
@@ -138,6 +140,7 @@ void plane_portable(const Plane& p, float* scratch);
 void plane_avx2(const Plane& p, float* scratch);
 void plane_avx512(const Plane& p, float* scratch);
 bool channels_avx512(const Channels& c, float* scratch);  // false off x86-64
+bool channels_avx2(const Channels& c, float* scratch);    // eight lanes; false off x86-64
 }  // namespace detail
 
 }  // namespace kite::cpu::depthwise

@@ -21,9 +21,9 @@
 //                  channels run directly (stem.h; x86-avx512 only): per
 //                  block of 8 output channels, per tap, the block's 8 weights
 //   dw-c16         Conv weight (C, 1, kh, kw) of a depthwise Conv run 16
-//                  channels at a time (depthwise::Channels; x86-avx512
-//                  only): per block of 16 channels, per tap, the block's 16
-//                  weights, zeros past the last channel
+//                  channels at a time (depthwise::Channels; x86-avx512 and
+//                  x86-avx2): per block of 16 channels, per tap, the
+//                  block's 16 weights, zeros past the last channel
 //   convt-a6-g<G>  ConvTranspose weight (C, M/G, k...): per group W_g^T
 //   gemm-a6, gemm-a6t  a constant A (m x k; t: stored k x m); Gemm's alpha
 //                  other than 1 scales it while packed: "-x<alpha's bits>"
@@ -32,8 +32,8 @@
 //                  of the tensor's batch dims in order
 // Every level packs 6x8 panels the same way, so the converter stores one
 // blob under several levels' keys; a level with a kernel of its own (the
-// stem and 16-channel depthwise kernels on x86-avx512) gets its own layout
-// name under its key only.
+// stem kernel on x86-avx512, the 16-channel depthwise one on x86-avx512 and
+// x86-avx2) gets its own layout name under those keys only.
 #pragma once
 
 #include <cstdint>
