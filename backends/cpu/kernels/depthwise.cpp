@@ -160,9 +160,13 @@ void channels8(const Channels& c, int64_t lane0, float* scratch) {
     int64_t y = y0, x = 0;
     for (int64_t i = y0 * w; i < y1 * w; i += 8) {
       const int64_t n = std::min<int64_t>(8, y1 * w - i);
-      const __m256i m = first_lanes(n);
       __m256 r[8];
-      for (int64_t l = 0; l < 8; ++l) r[l] = l < count ? _mm256_maskload_ps(in[l] + i, m) : zero;
+      if (n == 8 && count == 8) {  // (most chunks: plain loads)
+        for (int64_t l = 0; l < 8; ++l) r[l] = _mm256_loadu_ps(in[l] + i);
+      } else {
+        const __m256i m = first_lanes(n);
+        for (int64_t l = 0; l < 8; ++l) r[l] = l < count ? _mm256_maskload_ps(in[l] + i, m) : zero;
+      }
       transpose8(r);
       float* dst = t + ((y + pad_h - py0) * wp + x + pad_w) * 8;
       for (int64_t j = 0; j < n; ++j) {
