@@ -1,4 +1,4 @@
-// AVX-512F rows of the normalisations (LayerNormalization,
+// AVX-512F and AVX2 rows of the normalisations (LayerNormalization,
 // InstanceNormalization, SkipLayerNormalization) for x86-64, chosen at run
 // time with the GEMM's level (norm_avx512.cpp; false, nothing done, where
 // the processor or the build lacks it). common.h's moments() and
