@@ -57,17 +57,47 @@ __attribute__((target("avx512f,fma"))) void row_times_matrix_avx512(const float*
     }
   }
 }
+
+// The same at eight lanes (AVX2 and FMA): up to four vectors of columns,
+// tails by masked loads and stores.
+__attribute__((target("avx2,fma"))) void row_times_matrix_avx2(const float* a, const float* b,
+                                                               int64_t depth, int64_t n, float scale,
+                                                               float* y) {
+  const __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int64_t j0 = 0; j0 < n; j0 += 32) {
+    __m256i m[4];
+    int vectors = 0;
+    for (int v = 0; v < 4; ++v) {
+      const int64_t left = n - j0 - 8 * v;
+      m[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(left >= 8 ? 8 : left < 0 ? 0 : left)), index);
+      if (left > 0) vectors = v + 1;
+    }
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    const float* col = b + j0;
+    for (int64_t k = 0; k < depth; ++k, col += n) {
+      const __m256 ak = _mm256_broadcast_ss(a + k);
+      for (int v = 0; v < 4; ++v) {
+        if (v < vectors) acc[v] = _mm256_fmadd_ps(ak, _mm256_maskload_ps(col + 8 * v, m[v]), acc[v]);
+      }
+    }
+    for (int v = 0; v < vectors; ++v) {
+      const __m256 r = scale != 1.0f ? _mm256_mul_ps(acc[v], _mm256_set1_ps(scale)) : acc[v];
+      _mm256_maskstore_ps(y + j0 + 8 * v, m[v], r);
+    }
+  }
+}
 #endif
 
 // y[0 .. n) = scale * sum over k < depth of a[k] * b[k * n + (0 .. n)]: a
 // row of q kt (a = q, b = kt, n = T, the attention's scale) and of p v (a =
-// p, b = v, n = Dv, scale 1: no multiply).
-void row_times_matrix(bool avx512, const float* a, const float* b, int64_t depth, int64_t n,
+// p, b = v, n = Dv, scale 1: no multiply). level: the GEMM level's.
+void row_times_matrix(sgemm::MicroKernel level, const float* a, const float* b, int64_t depth, int64_t n,
                       float scale, float* y) {
 #ifdef KITE_ATTENTION_AVX512
-  if (avx512) return row_times_matrix_avx512(a, b, depth, n, scale, y);
+  if (level == sgemm::MicroKernel::kAvx512) return row_times_matrix_avx512(a, b, depth, n, scale, y);
+  if (level == sgemm::MicroKernel::kAvx2Fma) return row_times_matrix_avx2(a, b, depth, n, scale, y);
 #else
-  (void)avx512;
+  (void)level;
 #endif
   for (int64_t j = 0; j < n; ++j) y[j] = 0.0f;
   for (int64_t k = 0; k < depth; ++k) {
@@ -115,7 +145,7 @@ class AttentionKernel : public Kernel {
     const float* kt = kt_ + b * d_ * t_;
     const float* v = v_ + b * t_ * dv_;
     float* out = out_ + (b * s_ + i) * dv_;
-    row_times_matrix(avx512_, q, kt, d_, t_, scale_, scores);
+    row_times_matrix(level_, q, kt, d_, t_, scale_, scores);
     if (mask_) {
       int64_t offset = i * mask_row_stride_, rest = b;
       for (size_t dim = lead_dims_.size(); dim-- > 0;) {
@@ -136,7 +166,7 @@ class AttentionKernel : public Kernel {
         if (std::isnan(scores[j])) scores[j] = 0.0f;
       }
     }
-    row_times_matrix(avx512_, scores, v, t_, dv_, 1.0f, out);
+    row_times_matrix(level_, scores, v, t_, dv_, 1.0f, out);
   }
 
   int64_t batches_, s_, d_, t_, dv_;
@@ -146,9 +176,9 @@ class AttentionKernel : public Kernel {
   int64_t mask_row_stride_, mask_col_stride_;
   float* out_;
   bool nan_to_zero_;
-  // The AVX-512 products (the level is fixed at prepare: a test that forces
-  // another level afterwards still gets a correct kernel).
-  bool avx512_ = sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512;
+  // The products' level (fixed at prepare: a test that forces another
+  // level afterwards still gets a correct kernel).
+  sgemm::MicroKernel level_ = sgemm::micro_kernel_in_use();
   std::vector<float> scores_;
 };
 
