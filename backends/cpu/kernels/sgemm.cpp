@@ -455,12 +455,10 @@ void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const floa
     }
     return;
   }
-  Job job{level == MicroKernel::kPortable ? micro_kernel
-          : level == MicroKernel::kNeon    ? detail::micro_kernel_neon
-                                           : detail::micro_kernel_avx2,
-          level == MicroKernel::kAvx2Fma ? detail::micro_kernel_avx2_x2
-          : level == MicroKernel::kNeon  ? detail::micro_kernel_neon_x2
-                                         : nullptr,
+  // (The x86 levels run their block kernels; micro / micro_pair serve the
+  // portable and NEON levels.)
+  Job job{level == MicroKernel::kNeon ? detail::micro_kernel_neon : micro_kernel,
+          level == MicroKernel::kNeon ? detail::micro_kernel_neon_x2 : nullptr,
           level == MicroKernel::kAvx512    ? detail::block_kernel_avx512
           : level == MicroKernel::kAvx2Fma ? detail::block_kernel_avx2
                                            : nullptr,

@@ -103,12 +103,9 @@ namespace detail {
 // acc (kMR x kNR, row-major) = A panel (kc x kMR) * B panel (kc x kNR).
 using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float* acc);
 bool cpu_supports_avx2_fma();
-void micro_kernel_avx2(int64_t kc, const float* a, const float* b, float* acc);
 // Two A panels against one B panel (acc0 from a0, acc1 from a1).
 using MicroKernelPairFn = void (*)(int64_t kc, const float* a0, const float* a1, const float* b,
                                    float* acc0, float* acc1);
-void micro_kernel_avx2_x2(int64_t kc, const float* a0, const float* a1, const float* b,
-                          float* acc0, float* acc1);
 // AVX2 and FMA: block_kernel_avx512's contract (without the store
 // prefetches), in tiles of one A panel by 16 columns (12 of the 16 vector
 // registers accumulate), so a column's bits are the micro-kernel path's:

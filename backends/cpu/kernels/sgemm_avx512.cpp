@@ -7,7 +7,7 @@
 // two neighbouring B panels, one 256-bit load each. A block is up to 2 A
 // panels (12 rows) by up to 4 B panels (32 columns): 24 accumulators of the
 // 32 registers; per k step, 12 broadcasts and 4 half loads feed 24 FMAs of
-// 16 floats (the AVX2 pair kernel: 13 loads for 12 FMAs of 8 floats).
+// 16 floats (the AVX2 block kernel: 8 loads for 12 FMAs of 8 floats).
 //
 // The result goes straight from the registers to C: tails are masked
 // stores, and the row bias or the accumulation into C happens in the same
