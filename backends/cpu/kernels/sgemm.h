@@ -8,6 +8,7 @@
 // allocate at prepare time; weights are packed once, at prepare.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "thread_pool.h"
@@ -66,6 +67,28 @@ inline float finish_value(const Epilogue& e, float v) {
   }
   return v;
 }
+
+namespace detail {
+// The column kernels' store of one A panel's k-block sums (sums[r], row r
+// of panel ip; rows past m skipped), value by value as the block kernels
+// store them: + C (add: a later k block, or accumulate) or + the row
+// bias, then the epilogue after the last k block.
+inline void store_column_panel(const float* sums, int64_t ip, int64_t m, float* y, int64_t ldy,
+                               const float* row_bias, bool add, bool last, const Epilogue* epilogue) {
+  const int64_t rows = std::min<int64_t>(kMR, m - ip * kMR);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = ip * kMR + r;
+    float* out = y + i * ldy;
+    float v = sums[r];
+    if (add) {
+      v = v + *out;
+    } else if (row_bias) {
+      v = v + row_bias[i];
+    }
+    *out = last && epilogue ? finish_value(*epilogue, v) : v;
+  }
+}
+}  // namespace detail
 
 // C(i, j) = c[i * ldc + j] gets A*B (+ row_bias[i] when given), or, with
 // accumulate, C += A*B; then the epilogue, when given. pool null: runs on

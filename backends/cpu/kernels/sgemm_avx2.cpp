@@ -132,20 +132,7 @@ __attribute__((target("avx2,fma"))) void column_block(int64_t ip, int64_t m, int
   const bool last = k0 + kc == k;
   alignas(32) float lanes[NP][8];
   for (int q = 0; q < NP; ++q) _mm256_store_ps(lanes[q], acc[q]);
-  for (int q = 0; q < NP; ++q) {
-    const int64_t rows = std::min<int64_t>(kMR, m - (ip + q) * kMR);
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t i = (ip + q) * kMR + r;
-      float* out = y + i * ldy;
-      float v = lanes[q][r];
-      if (add) {
-        v = v + *out;
-      } else if (row_bias) {
-        v = v + row_bias[i];
-      }
-      *out = last && epilogue ? finish_value(*epilogue, v) : v;
-    }
-  }
+  for (int q = 0; q < NP; ++q) store_column_panel(lanes[q], ip + q, m, y, ldy, row_bias, add, last, epilogue);
 }
 
 }  // namespace

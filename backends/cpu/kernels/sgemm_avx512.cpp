@@ -314,18 +314,7 @@ void column_block(int64_t ip, int64_t m, int64_t k, int64_t k0, int64_t kc, cons
   alignas(64) float lanes[NV][16];
   for (int v = 0; v < NV; ++v) _mm512_store_ps(lanes[v], acc[v]);
   for (int q = 0; q < NP; ++q) {
-    const int64_t rows = std::min<int64_t>(kMR, m - (ip + q) * kMR);
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t i = (ip + q) * kMR + r;
-      float* out = y + i * ldy;
-      float v = lanes[q / 2][(q % 2) * 8 + r];
-      if (add) {
-        v = v + *out;
-      } else if (row_bias) {
-        v = v + row_bias[i];
-      }
-      *out = last && epilogue ? finish_value(*epilogue, v) : v;
-    }
+    store_column_panel(lanes[q / 2] + (q % 2) * 8, ip + q, m, y, ldy, row_bias, add, last, epilogue);
   }
 }
 

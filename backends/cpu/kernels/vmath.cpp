@@ -15,6 +15,16 @@
 namespace kite::cpu::vmath {
 namespace {
 
+// exp's constants, shared by every width (vmath.h): the shifter 1.5 * 2^23
+// (t = x / ln2 + it holds round(x / ln2) in its low mantissa bits), ln2 in
+// two parts (the first has 9 significant bits, so n times it is exact), and
+// the degree-5 polynomial of the 8- and 16-lane paths (exp16).
+constexpr float kExpShifter = 12582912.0f;
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693359375f, kLn2Lo = 2.12194440e-4f;
+constexpr float kExpC2 = 0.4999920725822449f, kExpC3 = 0.1666709929704666f,
+                kExpC4 = 0.04189310222864151f, kExpC5 = 0.00831486377865076f;
+
 #if defined(__GNUC__) || defined(__clang__)
 // 4 lanes: one SSE or NEON register at the baseline (no 32-byte vectors in
 // signatures, which the baseline x86-64 ABI passes differently).
@@ -41,13 +51,13 @@ inline F4 exp4(F4 x) {
   x = select(x > 88.0f, splat(88.0f), x);
   x = select(x < -87.0f, splat(-87.0f), x);
   // t = x / ln2 + 1.5 * 2^23: its low mantissa bits hold round(x / ln2).
-  const F4 shifter = splat(12582912.0f);
-  const F4 t = x * 1.44269504088896341f + shifter;
+  const F4 shifter = splat(kExpShifter);
+  const F4 t = x * kLog2e + shifter;
   const F4 n = t - shifter;
   // ln2 = 0.693359375 - 2.12194440e-4; the first part has 9 significant
   // bits, so n * it is exact.
-  F4 r = x - n * 0.693359375f;
-  r = r + n * 2.12194440e-4f;
+  F4 r = x - n * kLn2Hi;
+  r = r + n * kLn2Lo;
   F4 p = splat(1.0f / 5040.0f);
   p = p * r + 1.0f / 720.0f;
   p = p * r + 1.0f / 120.0f;
@@ -171,11 +181,11 @@ __attribute__((target("avx512f,fma"))) __m512 exp16(__m512 y) {
   constexpr __mmask16 kAll = 0xFFFF;
   y = _mm512_maskz_min_ps(kAll, _mm512_set1_ps(88.0f), y);
   y = _mm512_maskz_max_ps(kAll, _mm512_set1_ps(-87.0f), y);
-  const __m512 shifter = _mm512_set1_ps(12582912.0f);
-  const __m512 t = _mm512_fmadd_ps(y, _mm512_set1_ps(1.44269504088896341f), shifter);
+  const __m512 shifter = _mm512_set1_ps(kExpShifter);
+  const __m512 t = _mm512_fmadd_ps(y, _mm512_set1_ps(kLog2e), shifter);
   const __m512 n = _mm512_sub_ps(t, shifter);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), y);
-  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), y);
+  r = _mm512_fmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
   // 1 + r (1 + r (c2 + r (c3 + r (c4 + r c5)))): the degree-5 polynomial of
   // least maximum relative error on [-ln2 / 2, ln2 / 2] with its first two
   // coefficients 1 (fitted here by iteratively reweighted least squares),
@@ -183,10 +193,10 @@ __attribute__((target("avx512f,fma"))) __m512 exp16(__m512 y) {
   // (against 6e-8 for the degree-7 Taylor polynomial exp4 keeps): two FMAs
   // fewer, and the FMAs are what sigmoid16 waits on (14% of
   // efficientnet_b0's samples were in its SiLU).
-  __m512 p = _mm512_set1_ps(0.00831486377865076f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.04189310222864151f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.1666709929704666f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.4999920725822449f));
+  __m512 p = _mm512_set1_ps(kExpC5);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC4));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC3));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC2));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   // p * 2^n in one instruction (n is a whole number in [-126, 127], so
@@ -347,15 +357,15 @@ __attribute__((target("avx2,fma"))) __m256 exp8(__m256 y) {
   // min_ps(c, y) is c < y ? c : y, so a NaN y passes.
   y = _mm256_min_ps(_mm256_set1_ps(88.0f), y);
   y = _mm256_max_ps(_mm256_set1_ps(-87.0f), y);
-  const __m256 shifter = _mm256_set1_ps(12582912.0f);
-  const __m256 t = _mm256_fmadd_ps(y, _mm256_set1_ps(1.44269504088896341f), shifter);
+  const __m256 shifter = _mm256_set1_ps(kExpShifter);
+  const __m256 t = _mm256_fmadd_ps(y, _mm256_set1_ps(kLog2e), shifter);
   const __m256 n = _mm256_sub_ps(t, shifter);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), y);
-  r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(0.00831486377865076f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.04189310222864151f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.1666709929704666f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.4999920725822449f));
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), y);
+  r = _mm256_fmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
+  __m256 p = _mm256_set1_ps(kExpC5);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC4));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC3));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC2));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
   const __m256i bits = _mm256_slli_epi32(
