@@ -2055,10 +2055,12 @@ TEST(Winograd, TileBySizeAndOnly3x3Stride1) {
   EXPECT_EQ(wg::tile_for(five, 8, 8), 0);
 }
 
-// The stem kernel (stem.h) at each level it has (AVX-512 vectors and the
-// scalar loop the other levels fall back to) against the direct sum in
-// double: channel blocks with tails (m not a multiple of 8), rows with
-// 1, 2 and 3 vectors of outputs and partial last vectors, strides 1 and 2,
+// The stem kernel (stem.h) at each level it has (AVX-512 and AVX2 vectors,
+// and the scalar loop the other levels fall back to) against the direct sum
+// in double: channel blocks with tails (m not a multiple of 8 or of 4),
+// rows with 1, 2 and 3 vectors of outputs (of 16 lanes, of 8) and partial
+// last vectors, strides 1 and 2 (AVX2 reads a stride-2 row split in even
+// and odd columns: even and odd kernel widths),
 // uneven pads, kernels from 2x2 to 11x11, 1 to 4 input channels, Relu and
 // Clip. Bound: a sum of K = c * kh * kw products in any order, then the
 // bias: (K + 1) * 2^-24 * (sum |terms| + |bias|), times kDotSlack; Relu
@@ -2080,7 +2082,7 @@ TEST(Stem, EveryLevelMatchesTheDirectSum) {
   };
   kite::cpu::ThreadPool pool(3);
   int levels = 0;
-  for (MicroKernel level : {MicroKernel::kAvx512, MicroKernel::kPortable}) {
+  for (MicroKernel level : {MicroKernel::kAvx512, MicroKernel::kAvx2Fma, MicroKernel::kPortable}) {
     const ForcedGemmKernel forced(level);
     if (!forced.ok()) continue;
     ++levels;
@@ -2168,11 +2170,11 @@ TEST(Conv, FusedActivationsHaveTheUnfusedBits) {
   struct Shape4 {
     int64_t c, m, h, w, k, group;
   };
-  // (The last: three input channels, the stem kernel on AVX-512, the GEMM
-  // at the portable level.)
+  // (The last: three input channels, the stem kernel on AVX-512 and AVX2,
+  // the GEMM at the portable level.)
   const Shape4 shapes[] = {{24, 24, 9, 10, 3, 24}, {16, 16, 20, 7, 3, 16}, {3, 3, 4, 1500, 3, 3},
                            {40, 56, 9, 13, 1, 1}, {3, 20, 23, 37, 3, 1}};
-  for (MicroKernel level : {MicroKernel::kAvx512, MicroKernel::kPortable}) {
+  for (MicroKernel level : {MicroKernel::kAvx512, MicroKernel::kAvx2Fma, MicroKernel::kPortable}) {
     const ForcedGemmKernel forced(level);
     if (!forced.ok()) continue;
     for (const Shape4& sh : shapes) {

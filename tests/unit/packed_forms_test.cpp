@@ -259,7 +259,7 @@ TEST(PackedForms, AnotherLevelsFormIsNotUsedAndThePlacementSaysSo) {
 
 TEST(PackedForms, OneBlobServesEveryLevel) {
   // (Five input channels: four or fewer are a stem, a layout of its own on
-  // x86-avx512, below.)
+  // x86-avx512 and x86-avx2, below.)
   const OneNode c{"Conv", {1, 5, 5, 5}, {3, 5, 3, 3}, {3}, {1, 3, 3, 3}, {}};
   const Model m = with_forms(one_node_model(c), wp::isa_names());
   ASSERT_EQ(m.packed.size(), 1u);
@@ -269,10 +269,10 @@ TEST(PackedForms, OneBlobServesEveryLevel) {
   EXPECT_EQ(s.reasons().find("weights packed at load"), std::string::npos) << s.reasons();
 }
 
-TEST(PackedForms, StemConvsHaveAnAvx512LayoutOfTheirOwn) {
-  // Three input channels, 3x3 stride 2: the stem kernel on x86-avx512
-  // (stem.h) reads "stem-w8"; every other level the GEMM's panels. Two
-  // forms, each under its levels' keys only.
+TEST(PackedForms, StemConvsHaveAnX86LayoutOfTheirOwn) {
+  // Three input channels, 3x3 stride 2: the stem kernel on x86-avx512 and
+  // x86-avx2 (stem.h) reads "stem-w8"; every other level the GEMM's panels.
+  // Two forms, each under its levels' keys only.
   const OneNode c{"Conv", {1, 3, 9, 9}, {10, 3, 3, 3}, {10}, {1, 10, 5, 5},
                   {ints_attr("strides", {2, 2}), ints_attr("pads", {1, 1, 1, 1})}};
   const Model plain = one_node_model(c);
@@ -282,8 +282,9 @@ TEST(PackedForms, StemConvsHaveAnAvx512LayoutOfTheirOwn) {
   for (const auto& f : m.packed) {
     for (const std::string& k : f.keys) (k.find("stem-w8") != std::string::npos ? stem_keys : panel_keys).push_back(k);
   }
-  EXPECT_EQ(stem_keys, std::vector<std::string>{wp::key("x86-avx512", "stem-w8")});
-  EXPECT_EQ(panel_keys.size(), wp::isa_names().size() - 1);
+  std::sort(stem_keys.begin(), stem_keys.end());
+  EXPECT_EQ(stem_keys, (std::vector<std::string>{wp::key("x86-avx2", "stem-w8"), wp::key("x86-avx512", "stem-w8")}));
+  EXPECT_EQ(panel_keys.size(), wp::isa_names().size() - 2);
   for (const std::string& k : panel_keys) EXPECT_NE(k.find("conv-a6-g1"), std::string::npos) << k;
   const std::vector<float> x = ramp(3 * 81, 3);
   Session s(m), p(plain);
@@ -291,8 +292,8 @@ TEST(PackedForms, StemConvsHaveAnAvx512LayoutOfTheirOwn) {
   EXPECT_EQ(s.reasons().find("weights packed at load"), std::string::npos) << s.reasons();
   // The file's form and one arranged at load: the same kernel, the same bits.
   EXPECT_EQ(s.run(x, 250), p.run(x, 250));
-  if (wp::host_isa() != "x86-avx512") return;
-  EXPECT_NE(p.reasons().find("weights packed at load (the file has no " + wp::key("x86-avx512", "stem-w8")),
+  if (wp::host_isa() != "x86-avx512" && wp::host_isa() != "x86-avx2") return;
+  EXPECT_NE(p.reasons().find("weights packed at load (the file has no " + wp::key(wp::host_isa(), "stem-w8")),
             std::string::npos)
       << p.reasons();
   // A stem form of zeros gives the bias: the kernel read the file's bytes.
@@ -455,11 +456,14 @@ TEST(FormatVersions, Format10And11FilesLoadAndAgree) {
       reasons += std::string(p.reason ? p.reason : "") + "\n";
     }
     // 1.0 has no forms: the CPU packs at load and says so; 1.1 has them,
-    // except the stem layout (x86-avx512's "stem-w8", added after this file
-    // was written): its convolution with one input channel says so.
+    // except the stem layout (x86-avx512's "stem-w8" and x86-avx2's, added
+    // after this file was written): its convolution with one input channel
+    // says so.
     std::string others = reasons;
-    const std::string stem_note = "weights packed at load (the file has no cpu/x86-avx512/stem-w8)";
-    for (size_t at; (at = others.find(stem_note)) != std::string::npos;) others.erase(at, stem_note.size());
+    for (const char* isa : {"x86-avx512", "x86-avx2"}) {
+      const std::string stem_note = std::string("weights packed at load (the file has no cpu/") + isa + "/stem-w8)";
+      for (size_t at; (at = others.find(stem_note)) != std::string::npos;) others.erase(at, stem_note.size());
+    }
     EXPECT_EQ(others.find("weights packed at load") != std::string::npos, v == 0) << reasons;
     outputs[v].assign(10, NAN);
     ASSERT_EQ(kite_session_set_input(session, 0, image.data(), image.size() * 4), KITE_OK) << kite_last_error();

@@ -131,12 +131,16 @@ class ConvKernel : public Kernel {
     pointwise_ = g_.kernel_numel() == 1 && g_.pad[0] == 0 && g_.pad[1] == 0 && g_.pad[2] == 0 &&
                  g_.stride[0] == 1 && g_.stride[1] == 1 && g_.stride[2] == 1;
     // A stem (few input channels) directly, without im2col, where
-    // stem::takes says so (the GEMM level AVX-512). Measured on an AMD EPYC
-    // (Zen 4), 1 thread, against im2col + GEMM (kite-run --profile, the
-    // two libraries alternately): resnet18's 7x7 stride-2 stem 3.99 -> 2.90
-    // ms, mobilenet_v2's 3x3 stride-2 1.01 -> 0.55, squeezenet's 1.49 ->
-    // 1.06, efficientnet_b0's 1.02 -> 0.71, unet_small's 3x3 stride-1 0.43
-    // -> 0.25. One input channel too: the stem kernel, not the depthwise loop.
+    // stem::takes says so (the GEMM level AVX-512 or AVX2). Measured on an
+    // AMD EPYC (Zen 4), 1 thread, against im2col + GEMM (kite-run --profile,
+    // the two libraries alternately): resnet18's 7x7 stride-2 stem 3.99 ->
+    // 2.90 ms, mobilenet_v2's 3x3 stride-2 1.01 -> 0.55, squeezenet's 1.49
+    // -> 1.06, efficientnet_b0's 1.02 -> 0.71, unet_small's 3x3 stride-1
+    // 0.43 -> 0.25. On AVX2 (AMD EPYC Zen 3, 1 thread, the convolution
+    // alone, best of alternating runs): resnet18's 3.61 -> 2.85, mobilenet_v2's
+    // 0.55 -> 0.36, mobilenet_v3_small's 0.60 -> 0.20, squeezenet's 0.84 ->
+    // 0.71, unet_small's (against Winograd) 0.84 -> 0.34. One input channel
+    // too: the stem kernel, not the depthwise loop.
     stem_ = stem && w_constant_;
     if (stem_) direct_ = winograd_ = false;
   }

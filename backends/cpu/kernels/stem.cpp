@@ -15,16 +15,20 @@ int64_t padded_rows(const Geometry& g) {
 }
 // Wide enough for the vector loop's last step: it reads whole vectors of
 // outputs, up to ow rounded up to 16, and at stride 2 two vectors of input
-// per vector of outputs.
+// per vector of outputs. Even, so that a split row's halves are equal.
 int64_t padded_cols(const Geometry& g) {
   const int64_t ow_up = (g.ow + kLanes - 1) / kLanes * kLanes;
-  return std::max(g.pad_left + g.w, g.stride * ow_up + g.kw);
+  const int64_t wp = std::max(g.pad_left + g.w, g.stride * ow_up + g.kw);
+  return (wp + 1) / 2 * 2;
 }
 
 // The zero-padded copy of x, rows of one channel after another; rows split
-// over the pool.
-void pad_input(const Geometry& g, const float* x, float* dst, ThreadPool& pool) {
-  const int64_t hp = padded_rows(g), wp = padded_cols(g);
+// over the pool. Split: each row as its even columns, then its odd ones
+// (wp / 2 each), so that a stride-2 kernel reads tap kx's inputs of
+// consecutive outputs as consecutive floats (the AVX2 kernel: it has no
+// two-source permute to pick every other float of two vectors).
+void pad_input(const Geometry& g, const float* x, float* dst, bool split, ThreadPool& pool) {
+  const int64_t hp = padded_rows(g), wp = padded_cols(g), half = wp / 2;
   pool.parallel_for(g.c * hp, 64, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t c = r / hp, y = r % hp - g.pad_top;
@@ -33,8 +37,22 @@ void pad_input(const Geometry& g, const float* x, float* dst, ThreadPool& pool) 
         std::fill(row, row + wp, 0.0f);
         continue;
       }
+      const float* src = x + (c * g.h + y) * g.w;
+      if (split) {
+        // Padded column i = 2 j + parity is input column i - pad_left.
+        for (int64_t parity = 0; parity < 2; ++parity) {
+          float* d = row + parity * half;
+          const int64_t off = parity - g.pad_left;  // input column of j = 0
+          const int64_t j0 = std::min(half, std::max<int64_t>(0, (1 - off) / 2));
+          const int64_t j1 = std::max(j0, std::min(half, (g.w - off + 1) / 2));
+          std::fill(d, d + j0, 0.0f);
+          for (int64_t j = j0; j < j1; ++j) d[j] = src[2 * j + off];
+          std::fill(d + j1, d + half, 0.0f);
+        }
+        continue;
+      }
       std::fill(row, row + g.pad_left, 0.0f);
-      std::memcpy(row + g.pad_left, x + (c * g.h + y) * g.w, sizeof(float) * static_cast<size_t>(g.w));
+      std::memcpy(row + g.pad_left, src, sizeof(float) * static_cast<size_t>(g.w));
       std::fill(row + g.pad_left + g.w, row + wp, 0.0f);
     }
   });
@@ -43,8 +61,8 @@ void pad_input(const Geometry& g, const float* x, float* dst, ThreadPool& pool) 
 // Every output of rows [row0, row1) of task order (oy, channel block), one
 // value at a time: the level below AVX-512 (and the tests' forced levels).
 void run_scalar(const Geometry& g, const float* pad, const float* weights, const float* bias,
-                const sgemm::Epilogue& e, float* y, int64_t task0, int64_t task1) {
-  const int64_t hp = padded_rows(g), wp = padded_cols(g);
+                const sgemm::Epilogue& e, float* y, int64_t task0, int64_t task1, bool split) {
+  const int64_t hp = padded_rows(g), wp = padded_cols(g), half = wp / 2;
   const int64_t blocks = (g.m + kChannelBlock - 1) / kChannelBlock;
   const int64_t taps = g.c * g.kh * g.kw;
   for (int64_t t = task0; t < task1; ++t) {
@@ -59,8 +77,11 @@ void run_scalar(const Geometry& g, const float* pad, const float* weights, const
         int64_t tap = 0;
         for (int64_t c = 0; c < g.c; ++c) {
           for (int64_t ky = 0; ky < g.kh; ++ky) {
-            const float* row = pad + (c * hp + oy * g.stride + ky) * wp + ox * g.stride;
-            for (int64_t kx = 0; kx < g.kw; ++kx, ++tap) acc += wb[tap * kChannelBlock + i] * row[kx];
+            const float* row = pad + (c * hp + oy * g.stride + ky) * wp;
+            for (int64_t kx = 0; kx < g.kw; ++kx, ++tap) {
+              const int64_t at = ox * g.stride + kx;
+              acc += wb[tap * kChannelBlock + i] * (split ? row[(at & 1) * half + (at >> 1)] : row[at]);
+            }
           }
         }
         out[ox] = sgemm::finish_value(e, bias ? acc + bias[m] : acc);
@@ -75,10 +96,13 @@ void run_scalar(const Geometry& g, const float* pad, const float* weights, const
 namespace detail {
 bool run_avx512(const Geometry& g, const float* pad, const float* weights, const float* bias,
                 const sgemm::Epilogue& e, float* y, int64_t task0, int64_t task1);
+bool run_avx2(const Geometry& g, const float* pad, const float* weights, const float* bias,
+              const sgemm::Epilogue& e, float* y, int64_t task0, int64_t task1);
 }
 
 bool takes(const kite::ops::WindowGeometry& g, int64_t channels, sgemm::MicroKernel level) {
-  if (level != sgemm::MicroKernel::kAvx512 || g.group != 1 || channels < 1 || channels > kMaxChannels) {
+  if ((level != sgemm::MicroKernel::kAvx512 && level != sgemm::MicroKernel::kAvx2Fma) ||
+      g.group != 1 || channels < 1 || channels > kMaxChannels) {
     return false;
   }
   if (g.input.size() != 2 || g.output.size() != 2 || g.kernel.size() != 2 || g.strides.size() != 2 ||
@@ -122,15 +146,21 @@ int64_t scratch_floats(const Geometry& g) { return g.c * padded_rows(g) * padded
 void run(const Geometry& g, const float* x, const float* weights, const float* bias,
          const sgemm::Epilogue& e, float* y, float* scratch, ThreadPool& pool) {
   if (g.m <= 0 || g.oh <= 0 || g.ow <= 0) return;
-  pad_input(g, x, scratch, pool);
+  const sgemm::MicroKernel level = sgemm::micro_kernel_in_use();
+  const bool split = level == sgemm::MicroKernel::kAvx2Fma && g.stride == 2;
+  pad_input(g, x, scratch, split, pool);
   const int64_t blocks = (g.m + kChannelBlock - 1) / kChannelBlock;
   const int64_t tasks = g.oh * blocks;
   // A task is one output row of eight channels: 8 * ow * taps FMAs, some
   // 50K for a 3x3 stem with 112 outputs a row; 4 a chunk at least.
-  const bool vector = sgemm::micro_kernel_in_use() == sgemm::MicroKernel::kAvx512;
   pool.parallel_for(tasks, 4, [&](int64_t begin, int64_t end) {
-    if (vector && detail::run_avx512(g, scratch, weights, bias, e, y, begin, end)) return;
-    run_scalar(g, scratch, weights, bias, e, y, begin, end);
+    if (level == sgemm::MicroKernel::kAvx512 && detail::run_avx512(g, scratch, weights, bias, e, y, begin, end)) {
+      return;
+    }
+    if (level == sgemm::MicroKernel::kAvx2Fma && detail::run_avx2(g, scratch, weights, bias, e, y, begin, end)) {
+      return;
+    }
+    run_scalar(g, scratch, weights, bias, e, y, begin, end, split);
   });
 }
 
@@ -140,6 +170,157 @@ void run(const Geometry& g, const float* x, const float* weights, const float* b
 // include (see sgemm_avx512.cpp for why).
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+
+// The AVX2 level: eight output pixels a vector, each task's eight channels
+// as two halves of four. Four channels by three vectors (24 pixels) are
+// twelve accumulators: per tap three loads of inputs (a split row at
+// stride 2, pad_input) and four broadcast weights for twelve FMAs, so the
+// FMAs, not the loads, set the pace.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,prfchw"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,prfchw")
+#endif
+namespace kite::cpu::stem::detail {
+namespace {
+
+constexpr int64_t kLanes8 = 8;
+constexpr int kHalf = kChannelBlock / 2;  // channels a pass
+
+// One tap for four channels (weights wb[0..3]) and Q vectors of inputs.
+template <int Q>
+__attribute__((always_inline)) inline void tap(const float* in, const float* wb, __m256 (&acc)[kHalf][Q]) {
+  __m256 v[Q];
+#pragma GCC unroll 3
+  for (int q = 0; q < Q; ++q) v[q] = _mm256_loadu_ps(in + 8 * q);
+#pragma GCC unroll 4
+  for (int i = 0; i < kHalf; ++i) {
+    const __m256 w = _mm256_broadcast_ss(wb + i);
+#pragma GCC unroll 3
+    for (int q = 0; q < Q; ++q) acc[i][q] = _mm256_fmadd_ps(v[q], w, acc[i][q]);
+  }
+}
+
+// Q vectors (8 Q output pixels from ox) of channels m0 .. m0 + count - 1
+// (count <= 4; wb: their weights, 8 apart per tap), row oy; valid: how many
+// of the 8 Q pixels exist.
+template <int Q, int S>
+void pixels8(const Geometry& g, const float* pad, int64_t hp, int64_t wp, const float* wb,
+             const float* bias, int64_t m0, int64_t count, const sgemm::Epilogue& e, float* y,
+             int64_t oy, int64_t ox, int64_t valid) {
+  // The outputs' lines fetched for writing while the taps run (as the
+  // AVX-512 kernel does: each channel's row is in a plane of its own).
+  for (int64_t i = 0; i < count; ++i) {
+    const float* out = y + ((m0 + i) * g.oh + oy) * g.ow + ox;
+    for (int q = 0; q < Q; q += 2) _mm_prefetch(reinterpret_cast<const char*>(out + 8 * q), _MM_HINT_ET0);
+  }
+  __m256 acc[kHalf][Q];
+  for (int i = 0; i < kHalf; ++i) {
+    for (int q = 0; q < Q; ++q) acc[i][q] = _mm256_setzero_ps();
+  }
+  const int64_t half = wp / 2;
+  for (int64_t c = 0; c < g.c; ++c) {
+    for (int64_t ky = 0; ky < g.kh; ++ky) {
+      const float* row = pad + (c * hp + oy * S + ky) * wp + ox;
+      if (S == 1) {
+        for (int64_t kx = 0; kx < g.kw; ++kx, wb += kChannelBlock) tap<Q>(row + kx, wb, acc);
+        continue;
+      }
+      // Stride 2: tap kx reads input column 2 (ox + j) + kx of the split
+      // row, column ox + j + kx / 2 of its even or odd half.
+      const float* odd = row + half;
+      int64_t kx = 0;
+      for (; kx + 1 < g.kw; kx += 2, wb += 2 * kChannelBlock) {
+        tap<Q>(row + kx / 2, wb, acc);
+        tap<Q>(odd + kx / 2, wb + kChannelBlock, acc);
+      }
+      if (kx < g.kw) {
+        tap<Q>(row + kx / 2, wb, acc);
+        wb += kChannelBlock;
+      }
+    }
+  }
+  const __m256 lo = _mm256_set1_ps(e.lo), hi = _mm256_set1_ps(e.hi);
+  // (Constant bounds, unrolled: acc indexed by a variable would live in
+  // memory, and every FMA above with it.)
+#pragma GCC unroll 4
+  for (int i = 0; i < kHalf; ++i) {
+    if (i >= count) break;
+    float* out = y + ((m0 + i) * g.oh + oy) * g.ow + ox;
+#pragma GCC unroll 3
+    for (int q = 0; q < Q; ++q) {
+      __m256 v = acc[i][q];
+      // The bias after the sum, as the GEMM's store adds it; max / min with
+      // the operands in the order of the scalar formulas (sgemm.h).
+      if (bias) v = _mm256_add_ps(v, _mm256_set1_ps(bias[m0 + i]));
+      if (e.kind == sgemm::Epilogue::kRelu) {
+        v = _mm256_max_ps(v, _mm256_setzero_ps());
+      } else if (e.kind == sgemm::Epilogue::kClip) {
+        v = _mm256_max_ps(lo, v);
+        v = _mm256_min_ps(hi, v);
+      }
+      const int64_t left = valid - kLanes8 * q;
+      if (left >= kLanes8) {
+        _mm256_storeu_ps(out + kLanes8 * q, v);
+      } else {
+        // The row's last vector: copied out (a masked store costs more on
+        // Zen 3 than the copy).
+        alignas(32) float part[kLanes8];
+        _mm256_store_ps(part, v);
+        std::memcpy(out + kLanes8 * q, part, sizeof(float) * static_cast<size_t>(left));
+      }
+    }
+  }
+}
+
+template <int S>
+void row8(const Geometry& g, const float* pad, const float* weights, const float* bias,
+          const sgemm::Epilogue& e, float* y, int64_t oy, int64_t mb) {
+  const int64_t hp = padded_rows(g), wp = padded_cols(g);
+  const int64_t taps = g.c * g.kh * g.kw;
+  const int64_t m0 = mb * kChannelBlock, count = std::min(kChannelBlock, g.m - m0);
+  constexpr int64_t kStep = 2 * kLanes8;
+  // Each step of 16 pixels for both halves in turn: the inputs the second
+  // half reads again are in L1.
+  for (int64_t ox = 0; ox < g.ow; ox += kStep) {
+    const int64_t left = std::min(kStep, g.ow - ox);
+    for (int64_t h = 0; h * kHalf < count; ++h) {
+      const float* wb = weights + mb * taps * kChannelBlock + h * kHalf;
+      const int64_t mh = m0 + h * kHalf, ch = std::min<int64_t>(kHalf, count - h * kHalf);
+      if (left > 8) {
+        pixels8<2, S>(g, pad, hp, wp, wb, bias, mh, ch, e, y, oy, ox, left);
+      } else {
+        pixels8<1, S>(g, pad, hp, wp, wb, bias, mh, ch, e, y, oy, ox, left);
+      }
+    }
+  }
+  // The row of the eight channels is final: the tile hook while in L1.
+  if (e.tile) e.tile(e.tile_ctx, y + (m0 * g.oh + oy) * g.ow, g.oh * g.ow, count, g.ow);
+}
+
+}  // namespace
+
+bool run_avx2(const Geometry& g, const float* pad, const float* weights, const float* bias,
+              const sgemm::Epilogue& e, float* y, int64_t task0, int64_t task1) {
+  const int64_t blocks = (g.m + kChannelBlock - 1) / kChannelBlock;
+  for (int64_t t = task0; t < task1; ++t) {
+    if (g.stride == 1) {
+      row8<1>(g, pad, weights, bias, e, y, t / blocks, t % blocks);
+    } else {
+      row8<2>(g, pad, weights, bias, e, y, t / blocks, t % blocks);
+    }
+  }
+  return true;
+}
+
+}  // namespace kite::cpu::stem::detail
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx512f,fma,prfchw"))), apply_to = function)
 #else
@@ -265,6 +446,10 @@ bool run_avx512(const Geometry& g, const float* pad, const float* weights, const
 namespace kite::cpu::stem::detail {
 bool run_avx512(const Geometry&, const float*, const float*, const float*, const sgemm::Epilogue&,
                 float*, int64_t, int64_t) {
+  return false;
+}
+bool run_avx2(const Geometry&, const float*, const float*, const float*, const sgemm::Epilogue&,
+              float*, int64_t, int64_t) {
   return false;
 }
 }  // namespace kite::cpu::stem::detail

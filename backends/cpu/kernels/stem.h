@@ -9,7 +9,9 @@
 // 48 output pixels at a time in three vectors, and every tap is eight
 // broadcast weights times those three vectors: 24 FMAs per tap with the
 // accumulators in registers, stored once with the bias and the fused
-// Relu / Clip.
+// Relu / Clip. On AVX2 (8 lanes, 16 registers) the eight channels are two
+// passes of four over 24 pixels (12 FMAs per tap), and a stride-2 input
+// row is copied as its even columns then its odd ones.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +36,9 @@ constexpr int64_t kChannelBlock = 8;  // output channels per task
 
 // Whether a Conv runs here rather than through im2col + GEMM: 2-D, group 1,
 // dilation 1, both strides 1 or both 2, at most kMaxChannels input channels,
-// a kernel of at most kMaxKernel on each axis, and the GEMM level AVX-512
-// (the other levels have only the scalar loop, kept for the tests' forced
-// levels). One rule for the kernel and for the weights' packed form
+// a kernel of at most kMaxKernel on each axis, and the GEMM level AVX-512 or
+// AVX2 (the other levels have only the scalar loop, kept for the tests'
+// forced levels). One rule for the kernel and for the weights' packed form
 // (weight_pack's "stem-w8").
 bool takes(const kite::ops::WindowGeometry& g, int64_t channels, sgemm::MicroKernel level);
 // The kernel's geometry of such a Conv.
@@ -53,8 +55,9 @@ void arrange_weights(const Geometry& g, const float* w, float* dst);
 int64_t scratch_floats(const Geometry& g);
 
 // y (M x OH x OW) = conv(x (C x H x W)) + bias (null: none), then the
-// epilogue (its tile hook on each output row of eight channels). weights: arrange_weights' output. AVX-512 when that is the GEMM
-// level in use, else a scalar loop over the same padded copy.
+// epilogue (its tile hook on each output row of eight channels). weights:
+// arrange_weights' output. AVX-512 or AVX2 when that is the GEMM level in
+// use, else a scalar loop over the same padded copy.
 void run(const Geometry& g, const float* x, const float* weights, const float* bias,
          const sgemm::Epilogue& epilogue, float* y, float* scratch, ThreadPool& pool);
 

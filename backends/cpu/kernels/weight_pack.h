@@ -18,7 +18,7 @@
 //                  or 16 matrices (M x C) of G g G^T, each as sgemm A
 //                  panels of 6 rows
 //   stem-w8        Conv weight (M, C, kh, kw) of a Conv with few input
-//                  channels run directly (stem.h; x86-avx512 only): per
+//                  channels run directly (stem.h; x86-avx512 and x86-avx2): per
 //                  block of 8 output channels, per tap, the block's 8 weights
 //   dw-c16         Conv weight (C, 1, kh, kw) of a depthwise Conv run 16
 //                  channels at a time (depthwise::Channels; x86-avx512 and
@@ -32,8 +32,8 @@
 //                  of the tensor's batch dims in order
 // Every level packs 6x8 panels the same way, so the converter stores one
 // blob under several levels' keys; a level with a kernel of its own (the
-// stem kernel on x86-avx512, the 16-channel depthwise one on x86-avx512 and
-// x86-avx2) gets its own layout name under those keys only.
+// stem kernel and the 16-channel depthwise one on x86-avx512 and x86-avx2)
+// gets its own layout name under those keys only.
 #pragma once
 
 #include <cstdint>
