@@ -98,11 +98,14 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const f
                  ThreadPool* pool, const Epilogue* epilogue = nullptr);
 
 // Whether this process's GEMM level reads a row-major B in place
-// (gemm_direct_b): the AVX-512 and AVX2 levels; the others need B packed.
-bool reads_b_in_place();
+// (gemm_direct_b) and, for a GEMM of m rows, gains by it: the AVX-512
+// level always, the AVX2 one below a number of rows (sgemm.cpp); the
+// others need B packed.
+bool reads_b_in_place(int64_t m);
 // As gemm_packed with B (k x n) read where it lies, row p at b + p * ldb
 // (ldb >= n): a pointwise convolution's input is its B, so it needs no
-// packing pass. Only when reads_b_in_place(); false (nothing done) else.
+// packing pass. On the AVX-512 and AVX2 levels (whatever m); false
+// (nothing done) on the others.
 bool gemm_direct_b(int64_t m, int64_t n, int64_t k, const float* packed_a, const float* b,
                    int64_t ldb, float* c, int64_t ldc, const float* row_bias, bool accumulate,
                    ThreadPool* pool, const Epilogue* epilogue = nullptr);
