@@ -2537,14 +2537,22 @@ TEST_P(PoolSweep, MatchesReference) {
       want.push_back(is_max ? best : sum / static_cast<double>(c.count_include_pad ? padded : valid));
     }
   }
-  Backend be(3);
-  Node n(c.op);
-  n.in(c.x, x).out(c.out).ints("kernel_shape", c.kernel).ints("strides", c.strides)
-      .ints("pads", c.pads).i("ceil_mode", c.ceil_mode);
-  if (is_max) n.ints("dilations", c.dilations); else n.i("count_include_pad", c.count_include_pad);
-  ASSERT_TRUE(Runs(be, n));
-  // Max is exact; an average of up to 27 values rounds at most ~27 times.
-  ExpectNear(n.result(), want, is_max ? 0.0 : 64 * kUnitRoundoff, is_max ? 0.0 : 1e-7);
+  // Every level this processor has: MaxPool's separable path has AVX-512
+  // and AVX2 loops of its own.
+  using kite::cpu::sgemm::MicroKernel;
+  for (MicroKernel level : {MicroKernel::kAvx512, MicroKernel::kAvx2Fma, MicroKernel::kPortable}) {
+    const ForcedGemmKernel forced(level);
+    if (!forced.ok()) continue;
+    SCOPED_TRACE("level " + std::to_string(static_cast<int>(level)));
+    Backend be(3);
+    Node n(c.op);
+    n.in(c.x, x).out(c.out).ints("kernel_shape", c.kernel).ints("strides", c.strides)
+        .ints("pads", c.pads).i("ceil_mode", c.ceil_mode);
+    if (is_max) n.ints("dilations", c.dilations); else n.i("count_include_pad", c.count_include_pad);
+    ASSERT_TRUE(Runs(be, n));
+    // Max is exact; an average of up to 27 values rounds at most ~27 times.
+    ExpectNear(n.result(), want, is_max ? 0.0 : 64 * kUnitRoundoff, is_max ? 0.0 : 1e-7);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -2573,9 +2581,10 @@ INSTANTIATE_TEST_SUITE_P(
         PoolCase{"MaxPool", {1, 2, 17, 23}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 0, 0, {1, 2, 17, 23}},
         PoolCase{"MaxPool", {1, 1, 9, 31}, {2, 5}, {3, 2}, {0, 1, 0, 2}, {1, 1}, 0, 0, {1, 1, 3, 15}},
         // squeezenet's 55x55 and 27x27 pools (ceil_mode, no padding): on
-        // AVX-512 more output rows than one batch of eight, a masked last
-        // step across; stride 1 with a 5-wide window and 18 outputs a row
-        // (a last step of two), padding on the left.
+        // AVX-512 and AVX2 more output rows than one batch of eight, a
+        // partial last step across (and down: 55 and 27 are not multiples
+        // of 8); stride 1 with a 5-wide window and 18 outputs a row (a last
+        // step of two), padding on the left.
         PoolCase{"MaxPool", {1, 3, 55, 55}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0, {1, 3, 27, 27}},
         PoolCase{"MaxPool", {1, 5, 27, 27}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0, {1, 5, 13, 13}},
         PoolCase{"MaxPool", {1, 2, 19, 18}, {4, 5}, {1, 1}, {2, 2, 1, 2}, {1, 1}, 0, 0, {1, 2, 19, 18}}));
@@ -2604,12 +2613,18 @@ TEST(Pool, MaxPoolSkipsNaNSamples) {
         }
       }
     }
-    Backend be(2);
-    Node n("MaxPool");
-    n.in({1, 2, h, h}, x).out({1, 2, oh, oh}).ints("kernel_shape", {3, 3})
-        .ints("strides", {stride, stride});
-    ASSERT_TRUE(Runs(be, n));
-    ExpectExact(n.result(), want);
+    using kite::cpu::sgemm::MicroKernel;
+    for (MicroKernel level : {MicroKernel::kAvx512, MicroKernel::kAvx2Fma, MicroKernel::kPortable}) {
+      const ForcedGemmKernel forced(level);
+      if (!forced.ok()) continue;
+      SCOPED_TRACE("level " + std::to_string(static_cast<int>(level)));
+      Backend be(2);
+      Node n("MaxPool");
+      n.in({1, 2, h, h}, x).out({1, 2, oh, oh}).ints("kernel_shape", {3, 3})
+          .ints("strides", {stride, stride});
+      ASSERT_TRUE(Runs(be, n));
+      ExpectExact(n.result(), want);
+    }
   }
 }
 
