@@ -1254,11 +1254,12 @@ TEST(Sgemm, OneColumnOnEitherSideOfTheCopyLimit) {
 // element size, rows and columns around the 16-wide tiles (full tiles,
 // tails, fewer than one tile), a batch with a stride wider than a matrix,
 // input columns wider than rows, on one thread and on a pool, with the
-// AVX-512 float tile and without (the portable GEMM level turns it off).
+// AVX-512 and AVX2 float tiles and without (the portable GEMM level turns
+// them off).
 TEST(TransposeTiles, MatchTheirDefinition) {
   using kite::cpu::sgemm::MicroKernel;
   kite::cpu::ThreadPool one(1), pool(3);
-  for (MicroKernel level : {MicroKernel::kPortable, MicroKernel::kAvx512}) {
+  for (MicroKernel level : {MicroKernel::kPortable, MicroKernel::kAvx2Fma, MicroKernel::kAvx512}) {
     const ForcedGemmKernel forced(level);
     if (!forced.ok()) continue;
     for (size_t size : {1, 2, 4, 8}) {

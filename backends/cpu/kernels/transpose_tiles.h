@@ -21,6 +21,8 @@ namespace detail {
 // dst[r * cols + c] = src[c * col_stride + r]. false (nothing done) where
 // the processor or the build lacks AVX-512.
 bool transpose_tile16_avx512(const float* src, int64_t col_stride, float* dst, int64_t cols);
+// The same by four 8 x 8 transposes (AVX2).
+bool transpose_tile16_avx2(const float* src, int64_t col_stride, float* dst, int64_t cols);
 }  // namespace detail
 
 }  // namespace kite::cpu
