@@ -19,6 +19,16 @@ same for both.
 
 --a and --b are folders holding libkite.so.0 (put on LD_LIBRARY_PATH).
 Needs two CPUs per thread count asked for (--threads 1 on a 2-CPU machine).
+
+--alternate instead runs A, then B, one at a time on every CPU (so 2
+threads on a 2-CPU machine, and no shared cache), --rounds times each, and
+compares the best run of each: each run's fastest iteration, then the
+fastest of the rounds. The minimum is the run least disturbed by the
+machine's other tenants; on the Zen 3 VM of 2026-12-03, where p50s moved
+by 10-40% from run to run, the best of 4-8 rounds repeated within 2-5%.
+
+    python3 benchmarks/ab_libs.py --alternate --a /tmp/old --b /tmp/new \
+        --model unet_small.kite --threads 2 --rounds 6 --warmup 3 --iterations 40
 """
 import argparse
 import json
@@ -47,6 +57,30 @@ def run_pair(args, cpus_a, cpus_b, workdir):
     return p50
 
 
+def run_one(args, lib, workdir):
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(lib))
+    out = os.path.join(workdir, "one.json")
+    cmd = [args.kite_run, args.model, "--threads", str(args.threads), "--warmup", str(args.warmup),
+           "--iterations", str(args.iterations), "--quiet", "--json", out]
+    if subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode != 0:
+        sys.exit(f"kite-run failed on {args.model}")
+    with open(out) as f:
+        return json.load(f)["latency_ms"]["min"]
+
+
+def alternate(args):
+    best = {"A": [], "B": []}
+    with tempfile.TemporaryDirectory() as workdir:
+        for r in range(args.rounds):
+            for tag, lib in (("A", args.a), ("B", args.b)):
+                best[tag].append(run_one(args, lib, workdir))
+            print(f"round {r + 1}  A best {best['A'][-1]:.4f} ms  B best {best['B'][-1]:.4f} ms")
+    a, b = sorted(best["A"]), sorted(best["B"])
+    second = f", second best {a[1]:.4f} / {b[1]:.4f}" if args.rounds > 1 else ""
+    print(f"{os.path.basename(args.model)} threads {args.threads}: best A {a[0]:.4f} ms, B {b[0]:.4f} ms, "
+          f"B/A {b[0] / a[0]:.3f} ({args.rounds} rounds{second})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--a", required=True, help="folder with library A's libkite.so.0")
@@ -57,7 +91,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="pairs of runs (each on both CPU orders)")
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--iterations", type=int, default=300)
+    ap.add_argument("--alternate", action="store_true",
+                    help="A then B, one at a time on every CPU; compare the best runs")
     args = ap.parse_args()
+    if args.alternate:
+        alternate(args)
+        return
     cpus = sorted(os.sched_getaffinity(0))
     t = args.threads
     if len(cpus) < 2 * t:
