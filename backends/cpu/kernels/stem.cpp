@@ -211,11 +211,13 @@ void pixels8(const Geometry& g, const float* pad, int64_t hp, int64_t wp, const 
              int64_t oy, int64_t ox, int64_t valid) {
   // The outputs' lines fetched for writing while the taps run (as the
   // AVX-512 kernel does: each channel's row is in a plane of its own), the
-  // next step's too (16 floats on: one line) to give them longer.
+  // next step's too (16 floats on: one line) to give them longer, when the
+  // row has one.
+  const bool next = ox + 16 < g.ow;
   for (int64_t i = 0; i < count; ++i) {
     const float* out = y + ((m0 + i) * g.oh + oy) * g.ow + ox;
     _mm_prefetch(reinterpret_cast<const char*>(out), _MM_HINT_ET0);
-    _mm_prefetch(reinterpret_cast<const char*>(out + 16), _MM_HINT_ET0);
+    if (next) _mm_prefetch(reinterpret_cast<const char*>(out + 16), _MM_HINT_ET0);
   }
   __m256 acc[kHalf][Q];
   for (int i = 0; i < kHalf; ++i) {
