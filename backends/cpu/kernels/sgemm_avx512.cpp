@@ -129,6 +129,12 @@ void block(int64_t kc, const float* a0, const float* a1, const float* const* b, 
       a1 += kMR;
     }
   }
+  // The epilogue read once, here: the stores go through may-alias vector
+  // types, so a read of epi->kind among them was repeated after every store
+  // (as on the AVX2 level, where that cost a third of a 16-deep tile).
+  const Epilogue::Kind kind = epi ? epi->kind : Epilogue::kNone;
+  const __m512 lo_v = _mm512_set1_ps(kind == Epilogue::kClip ? epi->lo : 0.0f);
+  const __m512 hi_v = _mm512_set1_ps(kind == Epilogue::kClip ? epi->hi : 0.0f);
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
     if (r >= rows) break;
@@ -144,19 +150,17 @@ void block(int64_t kc, const float* a0, const float* a1, const float* const* b, 
       } else if (row_bias) {
         v = _mm512_add_ps(v, _mm512_set1_ps(row_bias[r]));
       }
-      if (epi) {
-        // maxps(a, b) = a > b ? a : b, minps(a, b) = a < b ? a : b (b when
-        // either is NaN): Relu x > 0 ? x : 0, Clip (x < lo ? lo : x) then
-        // (hi < v ? hi : v), the scalar formulas bit for bit.
-        // (Zero-masked forms with all-ones masks: the plain ones pass an
-        // undefined operand GCC 12 warns about, as in load_pair.)
-        constexpr __mmask16 kAll = 0xFFFF;
-        if (epi->kind == Epilogue::kRelu) {
-          v = _mm512_maskz_max_ps(kAll, v, _mm512_setzero_ps());
-        } else if (epi->kind == Epilogue::kClip) {
-          v = _mm512_maskz_max_ps(kAll, _mm512_set1_ps(epi->lo), v);
-          v = _mm512_maskz_min_ps(kAll, _mm512_set1_ps(epi->hi), v);
-        }
+      // maxps(a, b) = a > b ? a : b, minps(a, b) = a < b ? a : b (b when
+      // either is NaN): Relu x > 0 ? x : 0, Clip (x < lo ? lo : x) then
+      // (hi < v ? hi : v), the scalar formulas bit for bit.
+      // (Zero-masked forms with all-ones masks: the plain ones pass an
+      // undefined operand GCC 12 warns about, as in load_pair.)
+      constexpr __mmask16 kAll = 0xFFFF;
+      if (kind == Epilogue::kRelu) {
+        v = _mm512_maskz_max_ps(kAll, v, _mm512_setzero_ps());
+      } else if (kind == Epilogue::kClip) {
+        v = _mm512_maskz_max_ps(kAll, lo_v, v);
+        v = _mm512_maskz_min_ps(kAll, hi_v, v);
       }
       _mm512_mask_storeu_ps(cr + 16 * z, m, v);
     }
