@@ -63,15 +63,20 @@ inline __m256i first_lanes(int64_t n) {
 }
 
 // Plane::Act's formulas (max_ps / min_ps return their second operand
-// unless the first is strictly greater / smaller).
-inline __m256 finish8(const Channels& c, __m256 v) {
-  if (c.act == Plane::kRelu) return _mm256_max_ps(v, _mm256_setzero_ps());
-  if (c.act == Plane::kClip) {
-    v = _mm256_max_ps(_mm256_set1_ps(c.lo), v);
-    return _mm256_min_ps(_mm256_set1_ps(c.hi), v);
+// unless the first is strictly greater / smaller), with the activation and
+// its bounds read once per call of pixels8: the stores go through may-alias
+// vector types, so reading c.act beside them read it again after each.
+struct Finish8 {
+  Plane::Act act;
+  __m256 lo, hi;
+  explicit Finish8(const Channels& c)
+      : act(c.act), lo(_mm256_set1_ps(c.lo)), hi(_mm256_set1_ps(c.hi)) {}
+  __m256 operator()(__m256 v) const {
+    if (act == Plane::kRelu) return _mm256_max_ps(v, _mm256_setzero_ps());
+    if (act == Plane::kClip) return _mm256_min_ps(hi, _mm256_max_ps(lo, v));
+    return v;
   }
-  return v;
-}
+};
 
 // The AVX-512 path's pixels at eight lanes: Q output pixels of a row, Q
 // accumulator chains, the weights read from wv (memory: with Q chains
@@ -89,7 +94,8 @@ void pixels8(const Channels& c, const float* base, int64_t row, int64_t sx, cons
       for (int q = 0; q < Q; ++q) acc[q] = _mm256_fmadd_ps(_mm256_loadu_ps(at + q * sx), w, acc[q]);
     }
   }
-  for (int q = 0; q < Q; ++q) _mm256_storeu_ps(o + q * 8, finish8(c, acc[q]));
+  const Finish8 finish(c);
+  for (int q = 0; q < Q; ++q) _mm256_storeu_ps(o + q * 8, finish(acc[q]));
 }
 
 // avx512::channels at eight lanes, for eight of the block's channels
@@ -229,15 +235,22 @@ inline __mmask16 first_lanes(int64_t n) {
 // unless the first is strictly greater / smaller. (Masked forms with
 // all-ones masks: the plain ones pass an undefined operand that GCC 12 warns
 // about, as in sgemm_avx512.cpp.)
-inline __m512 finish(const Channels& c, __m512 v) {
-  constexpr __mmask16 kAll = 0xFFFF;
-  if (c.act == Plane::kRelu) return _mm512_maskz_max_ps(kAll, v, _mm512_setzero_ps());
-  if (c.act == Plane::kClip) {
-    v = _mm512_maskz_max_ps(kAll, _mm512_set1_ps(c.lo), v);
-    return _mm512_maskz_min_ps(kAll, _mm512_set1_ps(c.hi), v);
+// Read once per call of pixels, as Finish8 on AVX2.
+struct Finish16 {
+  Plane::Act act;
+  __m512 lo, hi;
+  explicit Finish16(const Channels& c)
+      : act(c.act), lo(_mm512_set1_ps(c.lo)), hi(_mm512_set1_ps(c.hi)) {}
+  __m512 operator()(__m512 v) const {
+    constexpr __mmask16 kAll = 0xFFFF;
+    if (act == Plane::kRelu) return _mm512_maskz_max_ps(kAll, v, _mm512_setzero_ps());
+    if (act == Plane::kClip) {
+      v = _mm512_maskz_max_ps(kAll, lo, v);
+      return _mm512_maskz_min_ps(kAll, hi, v);
+    }
+    return v;
   }
-  return v;
-}
+};
 
 // Q output pixels of a row from base (the window of the first), Q
 // independent accumulator chains; sx: floats between neighbouring windows.
@@ -254,7 +267,8 @@ void pixels(const Channels& c, const float* base, int64_t row, int64_t sx, const
       for (int q = 0; q < Q; ++q) acc[q] = _mm512_fmadd_ps(_mm512_loadu_ps(at + q * sx), w, acc[q]);
     }
   }
-  for (int q = 0; q < Q; ++q) _mm512_storeu_ps(o + q * 16, finish(c, acc[q]));
+  const Finish16 finish(c);
+  for (int q = 0; q < Q; ++q) _mm512_storeu_ps(o + q * 16, finish(acc[q]));
 }
 
 // Bands of output rows (band_rows(c) at a time): the band's padded input
