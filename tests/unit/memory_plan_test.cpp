@@ -145,6 +145,60 @@ TEST(MemoryPlan, ConcatInputsAreWrittenIntoTheOutput) {
   }
 }
 
+// Where the arena's peak is elsewhere (a wide tensor before the Concat),
+// writing the Concat's inputs into its output costs no memory and saves
+// the copy: the plan takes it on a tie too. y = Concat(x + x, Sigmoid(x)),
+// z = a 1x1 Conv down from a wider 1x1 Conv of x.
+TEST(MemoryPlan, ConcatInputsAreWrittenIntoTheOutputWhenTheArenaTies) {
+  kite::ir::Model m;
+  const int x = m.add_tensor(make_tensor("x", KITE_DTYPE_FLOAT32, {1, 4, 8, 8}, TensorKind::Input));
+  const int w1 = m.add_tensor(make_const("w1", {32, 4, 1, 1}, std::vector<float>(128, 0.125f)));
+  const int w2 = m.add_tensor(make_const("w2", {4, 32, 1, 1}, std::vector<float>(128, 1.0f / 32.0f)));
+  const int wide = m.add_tensor(make_tensor("wide", KITE_DTYPE_FLOAT32, {1, 32, 8, 8}, TensorKind::Activation));
+  const int z = m.add_tensor(make_tensor("z", KITE_DTYPE_FLOAT32, {1, 4, 8, 8}, TensorKind::Output));
+  const int a = m.add_tensor(make_tensor("a", KITE_DTYPE_FLOAT32, {1, 4, 8, 8}, TensorKind::Activation));
+  const int b = m.add_tensor(make_tensor("b", KITE_DTYPE_FLOAT32, {1, 4, 8, 8}, TensorKind::Activation));
+  const int y = m.add_tensor(make_tensor("y", KITE_DTYPE_FLOAT32, {1, 8, 8, 8}, TensorKind::Output));
+  kite::ir::Graph g;
+  g.inputs = {x};
+  g.outputs = {y, z};
+  kite::ir::Attr axis;
+  axis.name = "axis";
+  axis.type = KITE_ATTR_INT;
+  axis.i = 1;
+  g.nodes = {make_node("widen", "Conv", {x, w1}, {wide}), make_node("narrow", "Conv", {wide, w2}, {z}),
+             make_node("double", "Add", {x, x}, {a}), make_node("sigmoid", "Sigmoid", {x}, {b}),
+             make_node("concat", "Concat", {a, b}, {y}, {axis})};
+  m.graphs.push_back(g);
+  kite::memory::PlanStats stats;
+  std::string err;
+  ASSERT_TRUE(kite::memory::plan_memory(&m, kite::memory::PlanOptions(), &stats, &err)) << err;
+  // The peak is x, wide and z at the second Conv (1 + 8 + 1 KiB), with or
+  // without the Concat written in place (x, z, a, b and y: 6 KiB; 4 KiB
+  // in place).
+  EXPECT_EQ(m.plan.arena_size, 10240u);
+  EXPECT_EQ(stats.concat_nodes, 1);
+  EXPECT_EQ(m.plan.offsets[static_cast<size_t>(a)], m.plan.offsets[static_cast<size_t>(y)]);
+  EXPECT_EQ(m.plan.offsets[static_cast<size_t>(b)], m.plan.offsets[static_cast<size_t>(y)] + 1024u);
+  EXPECT_EQ(kite::memory::check_plan(m), "");
+
+  std::vector<float> xs(256);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i % 9) - 4.0f;
+  const std::vector<float> ys = run_model(m, xs, /*poison=*/true);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    EXPECT_EQ(ys[i], 2.0f * xs[i]) << i;
+    EXPECT_NEAR(ys[256 + i], 1.0f / (1.0f + std::exp(-xs[i])), 1e-6f) << i;  // one exp
+  }
+  const std::vector<float> zs = run_model(m, xs, /*poison=*/true, /*output=*/1);
+  for (size_t p = 0; p < 64; ++p) {
+    // 32 equal terms of 0.125 * (sum over the channels) / 32: integers
+    // times 2^-8, exact in float whatever the order of the sums.
+    float sum = 0.0f;
+    for (size_t c = 0; c < 4; ++c) sum += xs[c * 64 + p];
+    for (size_t c = 0; c < 4; ++c) EXPECT_EQ(zs[c * 64 + p], 0.125f * sum) << c << "," << p;
+  }
+}
+
 TEST(MemoryPlan, InputsSurviveARunSoItCanBeRepeated) {
   // x dies at the first node; without care its bytes would be reused by the
   // later Transposes, and a second run on the same inputs would read garbage.
