@@ -266,9 +266,11 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
         const float* a0 = job.pa + ip * job.k * kMR + k0 * kMR;
         const int64_t rows = std::min(na * kMR, job.m - i);
         const int64_t prefetch = job.ldb > 0 && ip == ip0 ? kDirectPrefetch : 0;
+        // The first strip of a k block fetches the next pair's A ahead.
+        const float* a_next = jp == jp0 && ip + 2 < ip1 ? a0 + 2 * job.k * kMR : nullptr;
         job.block(na, nz, kc, a0, na == 2 ? a0 + job.k * kMR : a0, b, job.ldb, prefetch,
                   job.c + i * job.ldc + j, job.ldc, rows, cols, job.row_bias ? job.row_bias + i : nullptr,
-                  add, epi);
+                  add, epi, a_next);
       }
     }
   }

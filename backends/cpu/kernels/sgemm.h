@@ -136,10 +136,14 @@ using MicroKernelPairFn = void (*)(int64_t kc, const float* a0, const float* a1,
 // prefetches), in tiles of one A panel by 16 columns (12 of the 16 vector
 // registers accumulate), so a column's bits are the micro-kernel path's:
 // FMAs in k order from zero, then + C or + the row bias, then the epilogue.
+// a_next (null: none): the next block's first A panel at the same k (its
+// second as far from it as a1 from a0), fetched into L1 as this block's
+// first 16 columns run: the first column strip of a k block reads each A
+// panel from beyond L2 (a large weight matrix, cold at each run).
 void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float* a1,
                        const float* const* b, int64_t ldb, int64_t prefetch, float* c, int64_t ldc,
                        int64_t rows, int64_t cols, const float* row_bias, bool add,
-                       const Epilogue* epilogue);
+                       const Epilogue* epilogue, const float* a_next);
 // column_avx512's contract on AVX2 (a panel's six rows a vector, four
 // panels at a time): block_kernel_avx2's bits for that column. A GEMM's
 // last lone column (49 = 3 x 16 + 1: the 7x7 planes) and n = 1 (the
@@ -159,10 +163,11 @@ int64_t pack_a_panel_avx2(const float* a, int64_t lda, int64_t k, float alpha, f
 // the registers. prefetch > 0 (row-major B only): each row's floats that
 // far ahead (two cache lines) are prefetched into L1 as the row is read.
 bool cpu_supports_avx512f();
+// a_next: block_kernel_avx2's; not used here.
 void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const float* a1,
                          const float* const* b, int64_t ldb, int64_t prefetch, float* c,
                          int64_t ldc, int64_t rows, int64_t cols, const float* row_bias, bool add,
-                         const Epilogue* epilogue);
+                         const Epilogue* epilogue, const float* a_next);
 // One full A panel (kMR rows of a, lda floats apart, k columns contiguous)
 // times alpha into dst (k x kMR), sixteen columns at a time by permutes:
 // the bits of the portable loop's a[i][p] * alpha. Columns past the last

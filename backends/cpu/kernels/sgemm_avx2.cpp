@@ -50,7 +50,8 @@ template <bool Direct, bool Masked>
 __attribute__((target("avx2,fma,prfchw"))) void tile6x16(int64_t kc, const float* a, const float* lo,
                                                   const float* hi, int64_t ldb, int64_t prefetch,
                                                   float* c, int64_t ldc, int64_t rows, int64_t cols,
-                                                  const float* row_bias, bool add, const Epilogue* epi) {
+                                                  const float* row_bias, bool add, const Epilogue* epi,
+                                                  const float* a_next) {
   __m256 acc[6][2];
 #pragma GCC unroll 6
   for (int r = 0; r < 6; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
@@ -80,6 +81,9 @@ __attribute__((target("avx2,fma,prfchw"))) void tile6x16(int64_t kc, const float
       acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
     }
+    // The next block's A panel, a line every other k step (its 24 bytes a
+    // step: each line once or twice).
+    if (a_next && (p & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(a_next + p * kMR), _MM_HINT_T0);
     a += kMR;
   }
   // The epilogue read once: the stores below go through may-alias vector
@@ -236,7 +240,7 @@ __attribute__((target("avx2"))) int64_t pack_a_panel_avx2(const float* a, int64_
 void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float* a1,
                        const float* const* b, int64_t ldb, int64_t prefetch, float* c, int64_t ldc,
                        int64_t rows, int64_t cols, const float* row_bias, bool add,
-                       const Epilogue* epi) {
+                       const Epilogue* epi, const float* a_next) {
   // Each 16 columns against each A panel in turn: the 16 columns' k block
   // (16 KiB of B at kc 256) stays in L1 for the second panel.
   for (int z = 0; z < nz; ++z) {
@@ -248,15 +252,18 @@ void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float*
       const float* a = q == 0 ? a0 : a1;
       float* cq = c + q * kMR * ldc + 16 * z;
       const float* bias = row_bias ? row_bias + q * kMR : nullptr;
+      // The first 16 columns fetch the next block's panels (as far apart
+      // as this block's), one each.
+      const float* an = z == 0 && a_next ? a_next + (a1 - a0) * q : nullptr;
       if (ldb > 0) {
         const float* lo = b[0] + 16 * z;
         if (zc == 16) {
-          tile6x16<true, false>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi);
+          tile6x16<true, false>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi, an);
         } else {
-          tile6x16<true, true>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi);
+          tile6x16<true, true>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi, an);
         }
       } else {
-        tile6x16<false, false>(kc, a, b[2 * z], b[2 * z + 1], 0, 0, cq, ldc, qr, zc, bias, add, epi);
+        tile6x16<false, false>(kc, a, b[2 * z], b[2 * z + 1], 0, 0, cq, ldc, qr, zc, bias, add, epi, an);
       }
     }
   }
@@ -270,7 +277,8 @@ namespace kite::cpu::sgemm::detail {
 
 bool cpu_supports_avx2_fma() { return false; }
 void block_kernel_avx2(int, int, int64_t, const float*, const float*, const float* const*, int64_t,
-                       int64_t, float*, int64_t, int64_t, int64_t, const float*, bool, const Epilogue*) {}
+                       int64_t, float*, int64_t, int64_t, int64_t, const float*, bool, const Epilogue*,
+                       const float*) {}
 int64_t pack_a_panel_avx2(const float*, int64_t, int64_t, float, float*) { return 0; }
 void column_avx2(int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t, float*,
                  int64_t, const float*, bool, const Epilogue*) {}
