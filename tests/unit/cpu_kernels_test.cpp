@@ -1171,7 +1171,8 @@ TEST(Sgemm, LoneLastColumnHasTheBlockKernelsBits) {
 }
 
 // One row (m = 1, a fully connected layer at batch 1) from packed B goes
-// to row_avx512 on AVX-512, with the block kernel's arithmetic: its bits
+// to row_avx512 on AVX-512 (row_avx2 on AVX2), with the block kernel's
+// arithmetic: its bits
 // are those of the same row computed among seven (where the block kernel
 // runs). k within one k block and across two and three, column tails
 // inside a panel, a pair and a group of 64, every mode (plain, row bias,

@@ -435,16 +435,22 @@ void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const floa
     }
     return;
   }
-  if (m == 1 && ldb == 0 && level == MicroKernel::kAvx512) {
+  if (m == 1 && ldb == 0 && (level == MicroKernel::kAvx512 || level == MicroKernel::kAvx2Fma)) {
     // One row from packed B (a fully connected layer at batch 1): the row
     // kernel, 64 columns a step, split by column groups when there is
     // enough work for a second thread. Measured on an AMD EPYC (Zen 4),
     // 1 thread, in the model: mobilenet_v2's 1280 -> 1000 classifier 0.33
-    // -> 0.26 ms, efficientnet_b0's 0.44 -> 0.29.
+    // -> 0.26 ms, efficientnet_b0's 0.44 -> 0.29. On AVX2 (row_avx2; Zen 3,
+    // 1 thread, kite-run --profile, libraries alternately, 4 pairs):
+    // mobilenet_v3_small's 576 -> 1024 and 1024 -> 1000 layers 0.30-0.34
+    // -> 0.13-0.21 and 0.43-0.49 -> 0.22-0.36 ms, mobilenet_v2's
+    // classifier 0.49-0.62 -> 0.33-0.44, efficientnet_b0's 0.44-0.47 ->
+    // 0.30-0.34 (onnxruntime's: 0.23, 0.40, 0.39, 0.20).
     const int64_t panels = (n + kNR - 1) / kNR;
     auto body = [&](int64_t begin, int64_t end) {
       const int64_t jp0 = begin * 8, jp1 = std::min(panels, end * 8);
-      detail::row_avx512(jp0, jp1, n, k, kKCBlock, packed_a, b, c, row_bias, accumulate, epilogue);
+      (level == MicroKernel::kAvx512 ? detail::row_avx512 : detail::row_avx2)(
+          jp0, jp1, n, k, kKCBlock, packed_a, b, c, row_bias, accumulate, epilogue);
       const int64_t j0 = jp0 * kNR;
       finish_tile(epilogue, c + j0, ldc, 1, std::min(jp1 * kNR, n) - j0);
     };

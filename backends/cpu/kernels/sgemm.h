@@ -203,6 +203,12 @@ void column_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t kc_bl
 void row_avx512(int64_t jp0, int64_t jp1, int64_t n, int64_t k, int64_t kc_block, const float* packed_a,
                 const float* packed_b, float* c, const float* row_bias, bool accumulate,
                 const Epilogue* epilogue);
+// row_avx512's contract on AVX2: 64 columns a step, eight 8-lane
+// accumulators (one per B panel) fed by one broadcast of x(p) each k, the
+// block kernel's bits.
+void row_avx2(int64_t jp0, int64_t jp1, int64_t n, int64_t k, int64_t kc_block, const float* packed_a,
+              const float* packed_b, float* c, const float* row_bias, bool accumulate,
+              const Epilogue* epilogue);
 // AArch64 Advanced SIMD (sgemm_neon.cpp); stubs elsewhere.
 bool cpu_has_neon();
 // Armv8.2-A extensions, detected at run time (AT_HWCAP on Linux): fp16

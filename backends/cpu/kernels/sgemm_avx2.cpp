@@ -237,6 +237,65 @@ __attribute__((target("avx2"))) int64_t pack_a_panel_avx2(const float* a, int64_
   return p;
 }
 
+__attribute__((target("avx2,fma"))) void row_avx2(int64_t jp0, int64_t jp1, int64_t n, int64_t k,
+                                                  int64_t kc_block, const float* packed_a,
+                                                  const float* packed_b, float* c, const float* row_bias,
+                                                  bool accumulate, const Epilogue* epilogue) {
+  // Eight B panels a step (64 columns), one accumulator each, fed by one
+  // broadcast of x(p) a k step: the block kernel's FMA for row 0 of a
+  // tile, operand for operand, where it spent six rows of FMAs on this one.
+  constexpr int64_t kGroup = 8;
+  const float bias = row_bias ? row_bias[0] : 0.0f;
+  const Epilogue::Kind kind = epilogue ? epilogue->kind : Epilogue::kNone;
+  const __m256 lo_v = _mm256_set1_ps(kind == Epilogue::kClip ? epilogue->lo : 0.0f);
+  const __m256 hi_v = _mm256_set1_ps(kind == Epilogue::kClip ? epilogue->hi : 0.0f);
+  for (int64_t jp = jp0; jp < jp1; jp += kGroup) {
+    const int64_t panels = std::min(kGroup, jp1 - jp);
+    const int64_t j = jp * kNR;
+    const int64_t cols = std::min(panels * kNR, n - j);
+    // Past the last panel, the last one again (columns nobody stores).
+    const float* b[kGroup];
+    for (int64_t q = 0; q < kGroup; ++q) b[q] = packed_b + (jp + std::min(q, panels - 1)) * k * kNR;
+    for (int64_t k0 = 0; k0 < k; k0 += kc_block) {
+      const int64_t kc = std::min(kc_block, k - k0);
+      __m256 acc[kGroup];
+      for (int q = 0; q < kGroup; ++q) acc[q] = _mm256_setzero_ps();
+      const float* a = packed_a + k0 * kMR;
+      const int64_t o = k0 * kNR;
+      for (int64_t p = 0; p < kc; ++p) {
+        const __m256 av = _mm256_broadcast_ss(a + p * kMR);
+        const int64_t at = o + p * kNR;
+        if ((p & 1) == 0) {
+          // Eight panels side by side: each one's line 512 bytes ahead (a
+          // line holds two k rows of a panel).
+          for (int q = 0; q < kGroup; ++q) _mm_prefetch(reinterpret_cast<const char*>(b[q] + at + 128), _MM_HINT_T0);
+        }
+        for (int q = 0; q < kGroup; ++q) acc[q] = _mm256_fmadd_ps(av, _mm256_loadu_ps(b[q] + at), acc[q]);
+      }
+      const bool add = accumulate || k0 > 0;
+      const bool last = k0 + kc == k;
+      for (int q = 0; q < kGroup; ++q) {
+        const int64_t left = cols - 8 * q;
+        if (left <= 0) break;
+        const __m256i m = lanes8(left);
+        float* cq = c + j + 8 * q;
+        __m256 v = acc[q];
+        if (add) {
+          v = _mm256_add_ps(v, left >= 8 ? _mm256_loadu_ps(cq) : _mm256_maskload_ps(cq, m));
+        } else if (row_bias) {
+          v = _mm256_add_ps(v, _mm256_set1_ps(bias));
+        }
+        if (last) v = finish_avx2(kind, lo_v, hi_v, v);
+        if (left >= 8) {
+          _mm256_storeu_ps(cq, v);
+        } else {
+          _mm256_maskstore_ps(cq, m, v);
+        }
+      }
+    }
+  }
+}
+
 void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float* a1,
                        const float* const* b, int64_t ldb, int64_t prefetch, float* c, int64_t ldc,
                        int64_t rows, int64_t cols, const float* row_bias, bool add,
@@ -280,6 +339,8 @@ void block_kernel_avx2(int, int, int64_t, const float*, const float*, const floa
                        int64_t, float*, int64_t, int64_t, int64_t, const float*, bool, const Epilogue*,
                        const float*) {}
 int64_t pack_a_panel_avx2(const float*, int64_t, int64_t, float, float*) { return 0; }
+void row_avx2(int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, float*, const float*,
+              bool, const Epilogue*) {}
 void column_avx2(int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t, float*,
                  int64_t, const float*, bool, const Epilogue*) {}
 
