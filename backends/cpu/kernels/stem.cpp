@@ -245,6 +245,9 @@ void pixels8(const Geometry& g, const float* pad, int64_t hp, int64_t wp, const 
       }
     }
   }
+  // The epilogue's kind read once: beside the may-alias vector stores a
+  // read of e.kind was repeated after each store.
+  const sgemm::Epilogue::Kind kind = e.kind;
   const __m256 lo = _mm256_set1_ps(e.lo), hi = _mm256_set1_ps(e.hi);
   // (Constant bounds, unrolled: acc indexed by a variable would live in
   // memory, and every FMA above with it.)
@@ -258,9 +261,9 @@ void pixels8(const Geometry& g, const float* pad, int64_t hp, int64_t wp, const 
       // The bias after the sum, as the GEMM's store adds it; max / min with
       // the operands in the order of the scalar formulas (sgemm.h).
       if (bias) v = _mm256_add_ps(v, _mm256_set1_ps(bias[m0 + i]));
-      if (e.kind == sgemm::Epilogue::kRelu) {
+      if (kind == sgemm::Epilogue::kRelu) {
         v = _mm256_max_ps(v, _mm256_setzero_ps());
-      } else if (e.kind == sgemm::Epilogue::kClip) {
+      } else if (kind == sgemm::Epilogue::kClip) {
         v = _mm256_max_ps(lo, v);
         v = _mm256_min_ps(hi, v);
       }
@@ -384,6 +387,7 @@ void pixels(const Geometry& g, const float* pad, int64_t hp, int64_t wp, const f
     }
   }
   const __m512 zero = _mm512_setzero_ps();
+  const sgemm::Epilogue::Kind kind = e.kind;  // read once (as on AVX2)
   const __m512 lo = _mm512_set1_ps(e.lo), hi = _mm512_set1_ps(e.hi);
   for (int64_t i = 0; i < count; ++i) {
     float* out = y + ((m0 + i) * g.oh + oy) * g.ow + ox;
@@ -391,9 +395,9 @@ void pixels(const Geometry& g, const float* pad, int64_t hp, int64_t wp, const f
       __m512 v = acc[i][q];
       // The bias after the sum, as the GEMM's store adds it.
       if (bias) v = _mm512_add_ps(v, _mm512_set1_ps(bias[m0 + i]));
-      if (e.kind == sgemm::Epilogue::kRelu) {
+      if (kind == sgemm::Epilogue::kRelu) {
         v = _mm512_maskz_max_ps(kAll, v, zero);
-      } else if (e.kind == sgemm::Epilogue::kClip) {
+      } else if (kind == sgemm::Epilogue::kClip) {
         v = _mm512_maskz_max_ps(kAll, lo, v);
         v = _mm512_maskz_min_ps(kAll, hi, v);
       }
