@@ -277,7 +277,14 @@ __attribute__((target("avx2"))) void max_plane_avx2(const AxisWindows& ah, const
         for (int64_t r = 0; r < count; ++r) m = _mm256_max_ps(_mm256_loadu_ps(src[r] + i), m);
         _mm256_storeu_ps(mid + i, m);
       }
-      if (i < W) {
+      if (i < W && W >= 8) {
+        // The row's last eight columns again, overlapping the vector
+        // before (the same maxima): no masked loads, and nothing stored
+        // past W, whose -inf stays.
+        __m256 m = low;
+        for (int64_t r = 0; r < count; ++r) m = _mm256_max_ps(_mm256_loadu_ps(src[r] + W - 8), m);
+        _mm256_storeu_ps(mid + W - 8, m);
+      } else if (i < W) {
         __m256 m = low;
         for (int64_t r = 0; r < count; ++r) {
           m = _mm256_max_ps(_mm256_blendv_ps(low, _mm256_maskload_ps(src[r] + i, tail), _mm256_castsi256_ps(tail)), m);
@@ -289,6 +296,10 @@ __attribute__((target("avx2"))) void max_plane_avx2(const AxisWindows& ah, const
       const float* row = rows + (oh - oh0) * pitch;
       float* out = y + oh * OW;
       for (int64_t o = 0; o < OW; o += 8) {
+        // The row's last vector, when it would be partial, is its last
+        // eight outputs instead (overlapping the one before, the same
+        // values): a whole store, no copy through memory.
+        if (o + 8 > OW && OW >= 8) o = OW - 8;
         __m256 m;
         if (s == 2) {
           const float* r = row + 2 * o;
