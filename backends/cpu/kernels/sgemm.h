@@ -132,8 +132,9 @@ bool cpu_supports_avx2_fma();
 // Two A panels against one B panel (acc0 from a0, acc1 from a1).
 using MicroKernelPairFn = void (*)(int64_t kc, const float* a0, const float* a1, const float* b,
                                    float* acc0, float* acc1);
-// AVX2 and FMA: block_kernel_avx512's contract (without the store
-// prefetches), in tiles of one A panel by 16 columns (12 of the 16 vector
+// AVX2 and FMA: block_kernel_avx512's contract (a full tile prefetches its
+// rows' lines 128 floats on for writing, as a full AVX-512 strip does), in
+// tiles of one A panel by 16 columns (12 of the 16 vector
 // registers accumulate), so a column's bits are the micro-kernel path's:
 // FMAs in k order from zero, then + C or + the row bias, then the epilogue.
 // a_next (null: none): the next block's first A panel at the same k (its
