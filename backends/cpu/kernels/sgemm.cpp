@@ -549,12 +549,24 @@ bool level_reads_b_in_place(MicroKernel level) {
 // 384 x 64, 784: 1.07; 144 x 24, 3136: 1.12; 24 x 96, 3136: 1.35. In
 // squeezenet1_1 (kite-run --profile) its classifier 3.08 -> 2.61 ms.
 constexpr int64_t kInPlaceMaxRowsAvx2 = 768;
+// Likewise B rows shorter than kInPlaceMinColumnsAvx2 (7x7 planes, 49
+// floats: rows 196 bytes apart, so most of a strip's loads straddle two
+// cache lines) under kInPlaceShortRowsMaxRowsAvx2 rows of A or more.
+// Measured on an AMD EPYC (Zen 2), 1 thread, the GEMM alone, packing
+// included (m x n x k; packed / in place): 320 x 49 x 960 0.90, 160 x 49 x
+// 960 0.93, 1024 x 49 x 160 0.94, 120 x 49 x 480 0.97, 96 x 49 x 576 1.00,
+// and with rows of 169 or 196 floats 0.98 to 1.10.
+constexpr int64_t kInPlaceMinColumnsAvx2 = 128;
+constexpr int64_t kInPlaceShortRowsMaxRowsAvx2 = 160;
 
 }  // namespace
 
-bool reads_b_in_place(int64_t m) {
+bool reads_b_in_place(int64_t m, int64_t n) {
   const MicroKernel level = active_level();
-  if (level == MicroKernel::kAvx2Fma && m >= kInPlaceMaxRowsAvx2) return false;
+  if (level == MicroKernel::kAvx2Fma &&
+      (m >= kInPlaceMaxRowsAvx2 || (n < kInPlaceMinColumnsAvx2 && m >= kInPlaceShortRowsMaxRowsAvx2))) {
+    return false;
+  }
   return level_reads_b_in_place(level);
 }
 
