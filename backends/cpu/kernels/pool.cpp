@@ -239,14 +239,6 @@ int64_t avx2_row_floats(int64_t pad_begin, int64_t width, int64_t in_w, int64_t 
   return std::max({width, pad_begin + (in_w + 7) / 8 * 8, s == 2 ? 2 * last + 18 : last + kw + 7});
 }
 
-// The even (Odd false) or odd floats of a, b (16 floats), in order:
-// shufps leaves the 64-bit pairs in order 0, 2, 1, 3.
-template <bool Odd>
-__attribute__((target("avx2"), always_inline)) inline __m256 every_other(__m256 a, __m256 b) {
-  const __m256 t = Odd ? _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)) : _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
-  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
-}
-
 // max_plane_avx512 on AVX2: eight lanes, the even and odd columns of a
 // stride-2 row by shufps and a 64-bit permute (no two-source permute), and
 // no masked stores (slower on Zen 3 than the copies they save): the
@@ -302,10 +294,18 @@ __attribute__((target("avx2"))) void max_plane_avx2(const AxisWindows& ah, const
         if (o + 8 > OW && OW >= 8) o = OW - 8;
         __m256 m;
         if (s == 2) {
+          // The maxima in shufps' order (pairs 0, 2, 1, 3), one 64-bit
+          // permute for all taps: a permute a tap was the loop's cost on
+          // Zen 2, where it is two micro-ops.
           const float* r = row + 2 * o;
           const __m256 a = _mm256_loadu_ps(r), b = _mm256_loadu_ps(r + 8);
-          m = _mm256_max_ps(every_other<true>(a, b), every_other<false>(a, b));
-          if (kw == 3) m = _mm256_max_ps(every_other<false>(_mm256_loadu_ps(r + 2), _mm256_loadu_ps(r + 10)), m);
+          __m256 t = _mm256_max_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)),
+                                   _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+          if (kw == 3) {
+            t = _mm256_max_ps(
+                _mm256_shuffle_ps(_mm256_loadu_ps(r + 2), _mm256_loadu_ps(r + 10), _MM_SHUFFLE(2, 0, 2, 0)), t);
+          }
+          m = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
         } else {
           m = _mm256_loadu_ps(row + o);
           for (int64_t t = 1; t < kw; ++t) m = _mm256_max_ps(_mm256_loadu_ps(row + o + t), m);
