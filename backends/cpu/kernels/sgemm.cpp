@@ -558,13 +558,26 @@ constexpr int64_t kInPlaceMaxRowsAvx2 = 768;
 // and with rows of 169 or 196 floats 0.98 to 1.10.
 constexpr int64_t kInPlaceMinColumnsAvx2 = 128;
 constexpr int64_t kInPlaceShortRowsMaxRowsAvx2 = 160;
+// And B rows a multiple of 2 KiB apart from 4 KiB up (planes of 32x32,
+// 64x64, 128x128): a strip's rows then fall in one or two of L1's 64 sets,
+// eight lines each, so the strip is fetched from L2 again for every pair
+// of A panels. Zen 2, 1 thread, 96 x n x 32 / x 128 in place against
+// packed (packing included), GFLOP/s: n 1024 40 / 45 against 65 / 72,
+// 2048 58 / 53 against 65 / 70, 4096 59 / 53 against 65 / 70, 1536 74 /
+// 67 against 72 / 83; n 512, 576 and 768 were faster in place. With fewer
+// rows of A the strip is read again less often than packing costs (32 x
+// 4096 x 32: 0.14 in place, 0.18 packed; a 16-to-2 head on a 128x128
+// plane 0.06 against 0.12 ms): from kSharedSetsMinRowsAvx2 rows.
+constexpr int64_t kSharedSetsMinRowsAvx2 = 64;
+inline bool rows_share_l1_sets(int64_t n) { return n >= 1024 && n % 512 == 0; }
 
 }  // namespace
 
 bool reads_b_in_place(int64_t m, int64_t n) {
   const MicroKernel level = active_level();
   if (level == MicroKernel::kAvx2Fma &&
-      (m >= kInPlaceMaxRowsAvx2 || (n < kInPlaceMinColumnsAvx2 && m >= kInPlaceShortRowsMaxRowsAvx2))) {
+      (m >= kInPlaceMaxRowsAvx2 || (n < kInPlaceMinColumnsAvx2 && m >= kInPlaceShortRowsMaxRowsAvx2) ||
+       (m >= kSharedSetsMinRowsAvx2 && rows_share_l1_sets(n)))) {
     return false;
   }
   return level_reads_b_in_place(level);

@@ -99,9 +99,9 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const f
 
 // Whether this process's GEMM level reads a row-major B in place
 // (gemm_direct_b) and, for a GEMM of m rows and n columns, gains by it:
-// the AVX-512 level always, the AVX2 one below a number of rows and not
-// for short rows of B under many rows of A (sgemm.cpp); the others need B
-// packed.
+// the AVX-512 level always, the AVX2 one below a number of rows, not for
+// short rows of B under many rows of A and not for rows a multiple of 2
+// KiB apart (sgemm.cpp); the others need B packed.
 bool reads_b_in_place(int64_t m, int64_t n);
 // As gemm_packed with B (k x n) read where it lies, row p at b + p * ldb
 // (ldb >= n): a pointwise convolution's input is its B, so it needs no
