@@ -81,13 +81,24 @@ struct Finish8 {
 // The AVX-512 path's pixels at eight lanes: Q output pixels of a row, Q
 // accumulator chains, the weights read from wv (memory: with Q chains
 // they do not all fit the 16 registers).
-template <int Q>
-void pixels8(const Channels& c, const float* base, int64_t row, int64_t sx, const __m256* wv,
-             __m256 bias, float* o) {
+// rows(ky, at): the padded input row of tap row ky, at the column of the
+// first window (BandRows or RingRows).
+struct BandRows {
+  const float* first;  // tap row 0
+  int64_t row;         // floats between padded rows
+  const float* operator()(int64_t ky, int64_t at) const { return first + ky * row + at; }
+};
+struct RingRows {
+  const float* const* rows;  // per tap row
+  const float* operator()(int64_t ky, int64_t at) const { return rows[ky] + at; }
+};
+template <int Q, typename Rows>
+void pixels8(const Channels& c, const Rows& rows, int64_t at, int64_t sx, const __m256* wv, __m256 bias,
+             float* o) {
   __m256 acc[Q];
   for (int q = 0; q < Q; ++q) acc[q] = bias;
   for (int64_t ky = 0; ky < c.kh; ++ky) {
-    const float* r = base + ky * row;
+    const float* r = rows(ky, at);
     for (int64_t kx = 0; kx < c.kw; ++kx) {
       const __m256 w = wv[ky * c.kw + kx];
       const float* at = r + kx * 8;
@@ -127,33 +138,89 @@ void channels8(const Channels& c, int64_t lane0, float* scratch) {
     in[l] = c.in + (lane0 + std::min(l, count - 1)) * c.in_stride;
     out[l] = c.out + (lane0 + std::min(l, count - 1)) * c.out_stride;
   }
+  // One output row of the band from its tap rows (pointers into the
+  // padded rows).
+  auto output_row = [&](const auto& rows, float* orow) {
+    int64_t ox = 0;
+    for (; ox + 8 <= c.ow; ox += 8) pixels8<8>(c, rows, ox * sx, sx, wv, bias, orow + ox * 8);
+    const int64_t at = ox * sx;
+    float* d = orow + ox * 8;
+    switch (c.ow - ox) {
+      case 7: pixels8<7>(c, rows, at, sx, wv, bias, d); break;
+      case 6: pixels8<6>(c, rows, at, sx, wv, bias, d); break;
+      case 5: pixels8<5>(c, rows, at, sx, wv, bias, d); break;
+      case 4: pixels8<4>(c, rows, at, sx, wv, bias, d); break;
+      case 3: pixels8<3>(c, rows, at, sx, wv, bias, d); break;
+      case 2: pixels8<2>(c, rows, at, sx, wv, bias, d); break;
+      case 1: pixels8<1>(c, rows, at, sx, wv, bias, d); break;
+      default: break;
+    }
+  };
+  // Rows of eight pixels or more: the padded input rows in a ring of kh
+  // rows, each transposed in just before the first output row that reads
+  // it (its slot's last row is no longer read), so the taps read rows in
+  // L1; the padding rows are one row of zeros. A band's padded rows
+  // written in full first and read afterwards came from L2 (mobilenet_v2's
+  // 96-channel 112x112 stride-2 layer spent 1.3 cycles a tap's FMA). Each
+  // input row is transposed once. Narrower rows (7x7 planes): the band's
+  // padded rows in full, eight pixels at a time across rows.
+  const bool ring = w >= 8;
+  float* const zero_row = scratch + c.kh * row;  // ring: kh rows, then this
+  int64_t loaded = 0;  // ring: the padded rows below this one are transposed (or skipped)
+  if (ring) {
+    for (int64_t x = 0; x < wp; ++x) _mm256_storeu_ps(zero_row + x * 8, zero);
+    for (int64_t k = 0; k < c.kh; ++k) {
+      for (int64_t x = 0; x < pad_w; ++x) _mm256_storeu_ps(scratch + k * row + x * 8, zero);
+      for (int64_t x = pad_w + w; x < wp; ++x) _mm256_storeu_ps(scratch + k * row + x * 8, zero);
+    }
+  }
   for (int64_t oy0 = std::max<int64_t>(0, c.oy_begin); oy0 < oy_end; oy0 += band) {
     const int64_t oy1 = std::min(oy_end, oy0 + band);
     const int64_t py0 = oy0 * c.stride_h, py1 = (oy1 - 1) * c.stride_h + c.kh;
-    float* t = scratch;                     // (py1 - py0) x wp x 8
-    float* o = scratch + (py1 - py0) * row;  // (oy1 - oy0) x ow x 8
-    auto zero_span = [&](int64_t y, int64_t x0, int64_t x1) {
-      for (int64_t x = x0; x < x1; ++x) _mm256_storeu_ps(t + (y * wp + x) * 8, zero);
-    };
-    for (int64_t py = py0; py < py1; ++py) {
-      if (py < pad_h || py >= pad_h + c.h) {
-        zero_span(py - py0, 0, wp);
-      } else {
-        zero_span(py - py0, 0, pad_w);
-        zero_span(py - py0, pad_w + w, wp);
+    float* t = scratch;  // (py1 - py0) x wp x 8, or the ring
+    float* o = ring ? zero_row + row : scratch + (py1 - py0) * row;  // (oy1 - oy0) x ow x 8
+    if (ring) {
+      for (int64_t oy = oy0; oy < oy1; ++oy) {
+        const float* taps_rows[kChannelMaxTaps];
+        for (int64_t ky = 0; ky < c.kh; ++ky) {
+          const int64_t py = oy * c.stride_h + ky;
+          if (py < pad_h || py >= pad_h + c.h) {
+            taps_rows[ky] = zero_row;
+            continue;
+          }
+          float* slot = t + py % c.kh * row;
+          taps_rows[ky] = slot;
+          if (py < loaded) continue;
+          loaded = py + 1;
+          // Eight pixels of the eight channels at a time (the row's last
+          // eight again, overlapping, when the width is not a multiple of
+          // eight); lanes past count read the last channel again and
+          // nothing stores them.
+          float* dst = slot + pad_w * 8;
+          const int64_t at = (py - pad_h) * w;
+          for (int64_t x = 0; x < w; x += 8) {
+            if (x + 8 > w) x = w - 8;
+            __m256 r[8];
+            for (int64_t l = 0; l < 8; ++l) r[l] = _mm256_loadu_ps(in[l] + at + x);
+            transpose8(r);
+            for (int64_t j = 0; j < 8; ++j) _mm256_storeu_ps(dst + (x + j) * 8, r[j]);
+          }
+        }
+        output_row(RingRows{taps_rows}, o + (oy - oy0) * c.ow * 8);
       }
-    }
-    // The band's input rows, eight pixels of the eight channels at a time
-    // (a row's last eight again, overlapping, when the width is not a
-    // multiple of eight: whole loads and stores, no per-pixel bookkeeping,
-    // which was a tenth of mobilenet_v2's 56x56 layer on Zen 2: 1 thread,
-    // kite-run --profile, best of 4, its 96-channel stride-2 112x112 layer
-    // 0.393 -> 0.334 ms, the 144-channel 56x56 one 0.311 -> 0.291).
-    // Lanes past count read the last channel again; nothing stores them.
-    // Rows narrower than eight (7x7 planes): eight pixels at a time across
-    // rows, as before (a masked row at a time measured slower).
-    const int64_t y0 = std::max<int64_t>(0, py0 - pad_h), y1 = std::min(c.h, py1 - pad_h);
-    if (w < 8) {
+    } else {
+      auto zero_span = [&](int64_t y, int64_t x0, int64_t x1) {
+        for (int64_t x = x0; x < x1; ++x) _mm256_storeu_ps(t + (y * wp + x) * 8, zero);
+      };
+      for (int64_t py = py0; py < py1; ++py) {
+        if (py < pad_h || py >= pad_h + c.h) {
+          zero_span(py - py0, 0, wp);
+        } else {
+          zero_span(py - py0, 0, pad_w);
+          zero_span(py - py0, pad_w + w, wp);
+        }
+      }
+      const int64_t y0 = std::max<int64_t>(0, py0 - pad_h), y1 = std::min(c.h, py1 - pad_h);
       int64_t y = y0, x = 0;
       for (int64_t i = y0 * w; i < y1 * w; i += 8) {
         const int64_t n = std::min<int64_t>(8, y1 * w - i);
@@ -175,34 +242,8 @@ void channels8(const Channels& c, int64_t lane0, float* scratch) {
           }
         }
       }
-    }
-    for (int64_t y = y0; y < y1 && w >= 8; ++y) {
-      float* dst = t + ((y + pad_h - py0) * wp + pad_w) * 8;
-      const int64_t at = y * w;
-      for (int64_t x = 0; x < w; x += 8) {
-        if (x + 8 > w) x = w - 8;
-        __m256 r[8];
-        for (int64_t l = 0; l < 8; ++l) r[l] = _mm256_loadu_ps(in[l] + at + x);
-        transpose8(r);
-        for (int64_t j = 0; j < 8; ++j) _mm256_storeu_ps(dst + (x + j) * 8, r[j]);
-      }
-    }
-    for (int64_t oy = oy0; oy < oy1; ++oy) {
-      float* orow = o + (oy - oy0) * c.ow * 8;
-      const float* base = t + (oy * c.stride_h - py0) * row;
-      int64_t ox = 0;
-      for (; ox + 8 <= c.ow; ox += 8) pixels8<8>(c, base + ox * sx, row, sx, wv, bias, orow + ox * 8);
-      const float* b = base + ox * sx;
-      float* d = orow + ox * 8;
-      switch (c.ow - ox) {
-        case 7: pixels8<7>(c, b, row, sx, wv, bias, d); break;
-        case 6: pixels8<6>(c, b, row, sx, wv, bias, d); break;
-        case 5: pixels8<5>(c, b, row, sx, wv, bias, d); break;
-        case 4: pixels8<4>(c, b, row, sx, wv, bias, d); break;
-        case 3: pixels8<3>(c, b, row, sx, wv, bias, d); break;
-        case 2: pixels8<2>(c, b, row, sx, wv, bias, d); break;
-        case 1: pixels8<1>(c, b, row, sx, wv, bias, d); break;
-        default: break;
+      for (int64_t oy = oy0; oy < oy1; ++oy) {
+        output_row(BandRows{t + (oy * c.stride_h - py0) * row, row}, o + (oy - oy0) * c.ow * 8);
       }
     }
     if (c.tile) {
