@@ -2033,8 +2033,11 @@ TEST(Winograd, TileBySizeAndOnly3x3Stride1) {
   g.pads_end = {1, 1};
   EXPECT_EQ(wg::tile_for(g, 8, 8), 4);  // 36 tiles of 4x4
   EXPECT_EQ(wg::tile_for(g, 1, 8), 0);  // one input channel: the direct loop
+  kite::ops::WindowGeometry fourteen = g;
+  fourteen.input = fourteen.output = {14, 14};  // 16 tiles of 4x4 (kMinTiles4)
+  EXPECT_EQ(wg::tile_for(fourteen, 8, 8), 4);
   kite::ops::WindowGeometry mid = g;
-  mid.input = mid.output = {14, 14};  // 16 tiles of 4x4, 49 of 2x2
+  mid.input = mid.output = {12, 12};  // 9 tiles of 4x4, 36 of 2x2
   EXPECT_EQ(wg::tile_for(mid, 8, 8), 2);
   kite::ops::WindowGeometry seven = g;
   seven.input = seven.output = {7, 7};  // 16 tiles of 2x2

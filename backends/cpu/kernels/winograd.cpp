@@ -517,13 +517,18 @@ namespace kite::cpu::winograd {
 
 namespace {
 
-// F(4x4) from this many of its tiles (a 22x22 image and up): below, its
+// F(4x4) from this many of its tiles (a 13x13 image and up): below, its
 // weights (4x the bytes of the 3x3 ones) are streamed for too few tiles,
 // and F(2x2) (1.8x the bytes) does as well or better. Measured on resnet18
-// (Intel Xeon, AVX-512, 1 thread): the 14x14 layer3 convolutions 1.55 ms
-// as F(4x4), 1.55-1.6 as F(2x2) (reading 4 MB of weights instead of 9);
-// the 7x7 layer4 ones 2.9 ms on im2col, 4.9 as F(4x4), 2.05 as F(2x2).
-constexpr int64_t kMinTiles4 = 32;
+// (Intel Xeon, AVX-512, 1 thread): the 14x14 layer3 convolutions (16 tiles
+// of 4x4) 1.55 ms as F(4x4), 1.55-1.6 as F(2x2) (reading 4 MB of weights
+// instead of 9); the 7x7 layer4 ones (4 tiles) 2.9 ms on im2col, 4.9 as
+// F(4x4), 2.05 as F(2x2). On an AMD EPYC (Zen 2, AVX2) the 16-tile layers
+// run faster as F(4x4) (kite-run --profile, KITE_CPU_WINOGRAD=4 against
+// F(2x2)): resnet18's layer3 1.86-2.0 -> 1.45-1.61 ms each at 1 thread,
+// 1.15-1.35 -> 0.88-1.0 at 2; squeezenet1_1's 13x13 layers 0.38 -> 0.30
+// and 0.61 -> 0.47 ms at 1 thread. Hence 16, not 32 as before.
+constexpr int64_t kMinTiles4 = 16;
 // F(2x2) from this many of its tiles (an 8x8 image, 7x7 rounded up).
 constexpr int64_t kMinTiles2 = 16;
 // The block's transformed input and GEMM output (points * (channels +
