@@ -78,11 +78,8 @@ struct Finish8 {
   }
 };
 
-// The AVX-512 path's pixels at eight lanes: Q output pixels of a row, Q
-// accumulator chains, the weights read from wv (memory: with Q chains
-// they do not all fit the 16 registers).
-// rows(ky, at): the padded input row of tap row ky, at the column of the
-// first window (BandRows or RingRows).
+// Where pixels8 finds the padded input row of tap row ky, at column at:
+// a band's rows one after the other, or a ring's rows by pointer.
 struct BandRows {
   const float* first;  // tap row 0
   int64_t row;         // floats between padded rows
@@ -92,6 +89,11 @@ struct RingRows {
   const float* const* rows;  // per tap row
   const float* operator()(int64_t ky, int64_t at) const { return rows[ky] + at; }
 };
+
+// The AVX-512 path's pixels at eight lanes: Q output pixels of a row, Q
+// accumulator chains, the weights read from wv (memory: with Q chains
+// they do not all fit the 16 registers); rows(ky, at) the first window's
+// tap rows.
 template <int Q, typename Rows>
 void pixels8(const Channels& c, const Rows& rows, int64_t at, int64_t sx, const __m256* wv, __m256 bias,
              float* o) {

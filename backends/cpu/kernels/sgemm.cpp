@@ -551,13 +551,13 @@ bool level_reads_b_in_place(MicroKernel level) {
 constexpr int64_t kInPlaceMaxRowsAvx2 = 768;
 // Likewise B rows shorter than kInPlaceMinColumnsAvx2 (7x7 planes, 49
 // floats: rows 196 bytes apart, so most of a strip's loads straddle two
-// cache lines) under kInPlaceShortRowsMaxRowsAvx2 rows of A or more.
+// cache lines) under kShortRowsMinRowsAvx2 rows of A or more.
 // Measured on an AMD EPYC (Zen 2), 1 thread, the GEMM alone, packing
 // included (m x n x k; packed / in place): 320 x 49 x 960 0.90, 160 x 49 x
 // 960 0.93, 1024 x 49 x 160 0.94, 120 x 49 x 480 0.97, 96 x 49 x 576 1.00,
 // and with rows of 169 or 196 floats 0.98 to 1.10.
 constexpr int64_t kInPlaceMinColumnsAvx2 = 128;
-constexpr int64_t kInPlaceShortRowsMaxRowsAvx2 = 160;
+constexpr int64_t kShortRowsMinRowsAvx2 = 160;
 // And B rows a multiple of 2 KiB apart from 4 KiB up (planes of 32x32,
 // 64x64, 128x128): a strip's rows then fall in one or two of L1's 64 sets,
 // eight lines each, so the strip is fetched from L2 again for every pair
@@ -576,7 +576,7 @@ inline bool rows_share_l1_sets(int64_t n) { return n >= 1024 && n % 512 == 0; }
 bool reads_b_in_place(int64_t m, int64_t n) {
   const MicroKernel level = active_level();
   if (level == MicroKernel::kAvx2Fma &&
-      (m >= kInPlaceMaxRowsAvx2 || (n < kInPlaceMinColumnsAvx2 && m >= kInPlaceShortRowsMaxRowsAvx2) ||
+      (m >= kInPlaceMaxRowsAvx2 || (n < kInPlaceMinColumnsAvx2 && m >= kShortRowsMinRowsAvx2) ||
        (m >= kSharedSetsMinRowsAvx2 && rows_share_l1_sets(n)))) {
     return false;
   }

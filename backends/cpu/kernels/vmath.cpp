@@ -363,6 +363,14 @@ __attribute__((target("avx512f,fma"))) void softmax_avx512(const float* x, float
 // a row's tail falls): the multiplies and adds that follow exp's
 // polynomial are written as the FMAs they are to be (GCC contracted a
 // multiply and an add in some of the four chains and not in others).
+
+// One Horner step on N vectors: p[j] = p[j] x[j] + c.
+template <int N>
+__attribute__((target("avx2,fma"), always_inline)) inline void horner8_n(__m256* p, const __m256* x, float c) {
+#pragma GCC unroll 4
+  for (int j = 0; j < N; ++j) p[j] = _mm256_fmadd_ps(p[j], x[j], _mm256_set1_ps(c));
+}
+
 // exp8_n leaves v[j] = p and scale[j] = 2^n: exp(v[j]) is their product.
 template <int N>
 __attribute__((target("avx2,fma"), always_inline)) inline void exp8_n(__m256* v, __m256* scale) {
@@ -377,16 +385,15 @@ __attribute__((target("avx2,fma"), always_inline)) inline void exp8_n(__m256* v,
     r[j] = _mm256_fmadd_ps(n, _mm256_set1_ps(kLn2Lo), _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), y));
   }
 #pragma GCC unroll 4
-  for (int j = 0; j < N; ++j) p[j] = _mm256_fmadd_ps(_mm256_set1_ps(kExpC5), r[j], _mm256_set1_ps(kExpC4));
-#pragma GCC unroll 4
-  for (int j = 0; j < N; ++j) p[j] = _mm256_fmadd_ps(p[j], r[j], _mm256_set1_ps(kExpC3));
-#pragma GCC unroll 4
-  for (int j = 0; j < N; ++j) p[j] = _mm256_fmadd_ps(p[j], r[j], _mm256_set1_ps(kExpC2));
-#pragma GCC unroll 4
-  for (int j = 0; j < N; ++j) p[j] = _mm256_fmadd_ps(p[j], r[j], _mm256_set1_ps(1.0f));
+  for (int j = 0; j < N; ++j) p[j] = _mm256_set1_ps(kExpC5);
+  horner8_n<N>(p, r, kExpC4);
+  horner8_n<N>(p, r, kExpC3);
+  horner8_n<N>(p, r, kExpC2);
+  horner8_n<N>(p, r, 1.0f);
+  horner8_n<N>(p, r, 1.0f);
 #pragma GCC unroll 4
   for (int j = 0; j < N; ++j) {
-    v[j] = _mm256_fmadd_ps(p[j], r[j], _mm256_set1_ps(1.0f));
+    v[j] = p[j];
     scale[j] = _mm256_castsi256_ps(_mm256_slli_epi32(
         _mm256_add_epi32(_mm256_sub_epi32(_mm256_castps_si256(t[j]), _mm256_castps_si256(shifter)),
                          _mm256_set1_epi32(127)),
@@ -434,13 +441,11 @@ __attribute__((target("avx2,fma"), always_inline)) inline void gelu8_n(__m256* x
   }
   exp8_n<N>(e, scale);
 #pragma GCC unroll 4
-  for (int j = 0; j < N; ++j) poly[j] = _mm256_fmadd_ps(_mm256_set1_ps(kErfA5), t[j], _mm256_set1_ps(kErfA4));
-#pragma GCC unroll 4
-  for (int j = 0; j < N; ++j) poly[j] = _mm256_fmadd_ps(poly[j], t[j], _mm256_set1_ps(kErfA3));
-#pragma GCC unroll 4
-  for (int j = 0; j < N; ++j) poly[j] = _mm256_fmadd_ps(poly[j], t[j], _mm256_set1_ps(kErfA2));
-#pragma GCC unroll 4
-  for (int j = 0; j < N; ++j) poly[j] = _mm256_fmadd_ps(poly[j], t[j], _mm256_set1_ps(kErfA1));
+  for (int j = 0; j < N; ++j) poly[j] = _mm256_set1_ps(kErfA5);
+  horner8_n<N>(poly, t, kErfA4);
+  horner8_n<N>(poly, t, kErfA3);
+  horner8_n<N>(poly, t, kErfA2);
+  horner8_n<N>(poly, t, kErfA1);
 #pragma GCC unroll 4
   for (int j = 0; j < N; ++j) {
     const __m256 pt = _mm256_mul_ps(poly[j], t[j]);
