@@ -31,19 +31,23 @@ bool spin_until(F done) {
   }
 }
 
-constexpr uint32_t generation_of(uint64_t state) { return static_cast<uint32_t>(state >> 32); }
-constexpr uint32_t chunk_of(uint64_t state) { return static_cast<uint32_t>(state); }
-// The chunk index of a closed (odd) generation: past any job's chunks.
-constexpr uint64_t kNoChunk = 0xffffffffu;
+constexpr uint32_t generation_of(uint64_t word) { return static_cast<uint32_t>(word >> 32); }
+constexpr int64_t participants_of(uint64_t state) { return static_cast<int64_t>(state & 0xffffffffu); }
+constexpr int64_t front_of(uint64_t range) { return static_cast<int64_t>((range >> 16) & 0xffffu); }
+constexpr int64_t back_of(uint64_t range) { return static_cast<int64_t>(range & 0xffffu); }
+constexpr uint64_t range_word(uint32_t generation, int64_t front, int64_t back) {
+  return static_cast<uint64_t>(generation) << 32 | static_cast<uint64_t>(front) << 16 | static_cast<uint64_t>(back);
+}
 
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 1;
+  ranges_.reset(new Range[static_cast<size_t>(threads)]);
   workers_.reserve(static_cast<size_t>(threads - 1));
   try {
-    for (int i = 0; i < threads - 1; ++i) workers_.emplace_back([this] { worker_loop(); });
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
   } catch (...) {
     // No destructor runs for a constructor that throws: stop and join the
     // workers started so far (a joinable std::thread would terminate).
@@ -65,33 +69,31 @@ void ThreadPool::shutdown() {
 
 ThreadPool::~ThreadPool() { shutdown(); }
 
-void ThreadPool::run_chunks(int64_t n, int64_t min_chunk, void* ctx, Trampoline fn) {
+void ThreadPool::run_chunks(int64_t n, int64_t chunk, int64_t participants, void* ctx, Trampoline fn) {
   if (n <= 0) return;
-  if (min_chunk < 1) min_chunk = 1;
+  chunk = std::max<int64_t>({chunk, 1, (n + kMaxChunks - 1) / kMaxChunks});
   const int64_t threads = size();
-  if (threads == 1 || n <= min_chunk) {
-    fn(ctx, 0, n);
-    return;
-  }
-  // A few chunks per thread balance uneven work.
-  const int64_t target_chunks = threads * 4;
-  const int64_t chunk = std::max(min_chunk, (n + target_chunks - 1) / target_chunks);
+  participants = std::min(participants, threads);
   const int64_t chunks = (n + chunk - 1) / chunk;
-  if (chunks == 1) {
-    fn(ctx, 0, n);
+  if (participants <= 1 || chunks == 1) {
+    fn(ctx, 0, 0, n);
     return;
   }
+  participants = std::min(participants, chunks);
 
-  // Publish as a seqlock does. First an odd generation (closed: nothing to
-  // claim), so that a claimer late from the previous job, which may read
-  // the fields written next, fails its compare-and-swap: without it, such
-  // a claimer could read this job's larger chunk count, still find the old
-  // generation in state_, and claim a chunk past the old job's end with
-  // whatever fields it read (a worker ran a finished job's lambda on a
-  // dead stack frame that way). Then the fields, then the next, even,
-  // generation with chunk 0 (release): open.
+  // Publish as a seqlock does. First close every range under an odd
+  // generation, so that a claimer late from the previous job, which may
+  // read the fields written next, fails its compare-and-swap: without it,
+  // such a claimer could read this job's larger chunk count, still find the
+  // old generation in a range, and claim a chunk past the old job's end
+  // with whatever fields it read (a worker ran a finished job's lambda on a
+  // dead stack frame that way). Then the fields, then every range under
+  // the next, even, generation (after a release fence: a claimer that reads
+  // an open range reads this job's fields), then state_, which wakes the
+  // workers.
   const uint32_t closed = generation_of(state_.load(std::memory_order_relaxed)) + 1;
-  state_.store(static_cast<uint64_t>(closed) << 32 | kNoChunk, std::memory_order_relaxed);
+  state_.store(static_cast<uint64_t>(closed) << 32, std::memory_order_relaxed);
+  for (int64_t i = 0; i < threads; ++i) ranges_[i].word.store(range_word(closed, 0, 0), std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   job_ctx_.store(ctx, std::memory_order_relaxed);
   job_fn_.store(fn, std::memory_order_relaxed);
@@ -100,14 +102,22 @@ void ThreadPool::run_chunks(int64_t n, int64_t min_chunk, void* ctx, Trampoline 
   job_chunks_.store(chunks, std::memory_order_relaxed);
   chunks_done_.store(0, std::memory_order_relaxed);
   const uint32_t generation = closed + 1;
-  state_.store(static_cast<uint64_t>(generation) << 32, std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_release);
+  for (int64_t i = 0; i < threads; ++i) {
+    // Thread i's share: chunks [chunks * i / p, chunks * (i + 1) / p).
+    const int64_t front = i < participants ? chunks * i / participants : 0;
+    const int64_t back = i < participants ? chunks * (i + 1) / participants : 0;
+    ranges_[i].word.store(range_word(generation, front, back), std::memory_order_relaxed);
+  }
+  state_.store(static_cast<uint64_t>(generation) << 32 | static_cast<uint64_t>(participants),
+               std::memory_order_release);
   // Sleeping workers check state_ under the mutex before they wait: taking
   // it here orders this publication before their check or their wait.
   { std::lock_guard<std::mutex> lock(mutex_); }
   work_cv_.notify_all();
 
   // The caller works too, then waits for the chunks that workers hold.
-  claim_chunks(generation);
+  claim_chunks(generation, 0);
   auto finished = [&] { return chunks_done_.load(std::memory_order_acquire) == chunks; };
   if (!spin_until(finished)) {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -115,35 +125,47 @@ void ThreadPool::run_chunks(int64_t n, int64_t min_chunk, void* ctx, Trampoline 
   }
 }
 
-void ThreadPool::claim_chunks(uint32_t generation) {
-  uint64_t s = state_.load(std::memory_order_acquire);
-  for (;;) {
-    if (generation_of(s) != generation) return;
-    const int64_t chunks = job_chunks_.load(std::memory_order_relaxed);
-    const int64_t c = chunk_of(s);
-    if (c >= chunks) return;
-    void* const ctx = job_ctx_.load(std::memory_order_relaxed);
-    const Trampoline fn = job_fn_.load(std::memory_order_relaxed);
-    const int64_t n = job_n_.load(std::memory_order_relaxed);
-    const int64_t chunk = job_chunk_.load(std::memory_order_relaxed);
-    // Pairs with the publisher's release fence: if a field above came from
-    // a later job, its closing store is visible to the CAS, which fails.
-    std::atomic_thread_fence(std::memory_order_acquire);
-    // Succeeds only if no other thread claimed meanwhile and the job is
-    // still `generation`: then the fields read above are that job's.
-    if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
-    const int64_t begin = c * chunk;
-    fn(ctx, begin, std::min(n, begin + chunk));
-    if (chunks_done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
-      // The caller may be asleep: it checks chunks_done_ under the mutex.
-      { std::lock_guard<std::mutex> lock(mutex_); }
-      done_cv_.notify_one();
+void ThreadPool::claim_chunks(uint32_t generation, int self) {
+  const int threads = size();
+  // Its own range first (from the front), then the others' (from the back,
+  // which their owners reach last).
+  for (int k = 0; k < threads; ++k) {
+    const bool own = k == 0;
+    Range& range = ranges_[(self + k) % threads];
+    uint64_t r = range.word.load(std::memory_order_acquire);
+    for (;;) {
+      if (generation_of(r) != generation) return;  // the job is over
+      const int64_t front = front_of(r), back = back_of(r);
+      if (front >= back) break;
+      void* const ctx = job_ctx_.load(std::memory_order_relaxed);
+      const Trampoline fn = job_fn_.load(std::memory_order_relaxed);
+      const int64_t n = job_n_.load(std::memory_order_relaxed);
+      const int64_t chunk = job_chunk_.load(std::memory_order_relaxed);
+      const int64_t chunks = job_chunks_.load(std::memory_order_relaxed);
+      // Pairs with the publisher's release fence: if a field above came from
+      // a later job, the closing store is visible to the CAS, which fails.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      // Succeeds only if no other thread claimed from this range meanwhile
+      // and the job is still `generation`: then the fields read above are
+      // that job's.
+      const uint64_t next = own ? r + (uint64_t{1} << 16) : r - 1;
+      if (!range.word.compare_exchange_weak(r, next, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        continue;
+      }
+      const int64_t c = own ? front : back - 1;
+      const int64_t begin = c * chunk;
+      fn(ctx, self, begin, std::min(n, begin + chunk));
+      if (chunks_done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+        // The caller may be asleep: it checks chunks_done_ under the mutex.
+        { std::lock_guard<std::mutex> lock(mutex_); }
+        done_cv_.notify_one();
+      }
+      r = range.word.load(std::memory_order_acquire);
     }
-    s = state_.load(std::memory_order_acquire);
   }
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::worker_loop(int self) {
   uint32_t seen = 0;
   for (;;) {
     // An even generation other than the last one seen: a job is open (odd
@@ -158,8 +180,11 @@ void ThreadPool::worker_loop() {
       work_cv_.wait(lock, ready);
     }
     if (stop_.load(std::memory_order_acquire)) return;
-    seen = generation_of(state_.load(std::memory_order_acquire));
-    if (seen % 2 == 0) claim_chunks(seen);  // odd: the next job is being published
+    const uint64_t state = state_.load(std::memory_order_acquire);
+    seen = generation_of(state);
+    // Odd: the next job is being published. Threads past the job's
+    // participants sit it out (their slice index would be out of range).
+    if (seen % 2 == 0 && self < participants_of(state)) claim_chunks(seen, self);
   }
 }
 

@@ -25,6 +25,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <map>
 #include <mutex>
 #include <ostream>
 #include <random>
@@ -1051,6 +1052,42 @@ TEST(ThreadPool, BackToBackJobsOfChangingSizes) {
       ASSERT_EQ(bad.load(), 0) << "job " << job;
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "job " << job << " index " << i;
     }
+  }
+}
+
+// for_each_task: every task once, on at most `slices` threads, and slice s
+// is always the same thread (the caller is slice 0), so a slice's scratch
+// is never used by two threads at once, and thread s's share of a job is
+// the same from one job to the next.
+TEST(ThreadPool, ForEachTaskSlicesAreThreads) {
+  for (int threads : {1, 2, 4}) {
+    kite::cpu::ThreadPool pool(threads);
+    std::mutex m;
+    std::map<int64_t, std::thread::id> owner;
+    for (int64_t slices : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{8}}) {
+      for (int64_t tasks : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{64}, int64_t{70000}}) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(tasks));
+        std::vector<std::atomic<int>> busy(static_cast<size_t>(threads));
+        std::atomic<int> bad{0};
+        pool.for_each_task(slices, tasks, [&](int64_t s, int64_t t) {
+          if (s < 0 || s >= std::min<int64_t>(slices, threads) || t < 0 || t >= tasks) {
+            bad.fetch_add(1);
+            return;
+          }
+          if (busy[static_cast<size_t>(s)].fetch_add(1) != 0) bad.fetch_add(1);  // two threads on one slice
+          hits[static_cast<size_t>(t)].fetch_add(1);
+          if (t % 97 == 0) {
+            std::lock_guard<std::mutex> lock(m);
+            auto it = owner.emplace(s, std::this_thread::get_id()).first;
+            if (it->second != std::this_thread::get_id()) bad.fetch_add(1);
+          }
+          busy[static_cast<size_t>(s)].fetch_sub(1);
+        });
+        ASSERT_EQ(bad.load(), 0) << threads << " threads, " << slices << " slices, " << tasks << " tasks";
+        for (int64_t t = 0; t < tasks; ++t) ASSERT_EQ(hits[static_cast<size_t>(t)].load(), 1) << t;
+      }
+    }
+    EXPECT_EQ(owner.count(0) ? owner[0] : std::this_thread::get_id(), std::this_thread::get_id());
   }
 }
 

@@ -29,10 +29,12 @@ int64_t padded_cols(const Geometry& g) {
 // two-source permute to pick every other float of two vectors).
 void pad_input(const Geometry& g, const float* x, float* dst, bool split, ThreadPool& pool) {
   const int64_t hp = padded_rows(g), wp = padded_cols(g), half = wp / 2;
+  // Rows in the order y, then channel: thread i pads the band of rows
+  // (of every channel) that its output rows read (stem::run splits by rows).
   pool.parallel_for(g.c * hp, 64, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const int64_t c = r / hp, y = r % hp - g.pad_top;
-      float* row = dst + r * wp;
+      const int64_t c = r % g.c, yp = r / g.c, y = yp - g.pad_top;
+      float* row = dst + (c * hp + yp) * wp;
       if (y < 0 || y >= g.h) {
         std::fill(row, row + wp, 0.0f);
         continue;
