@@ -739,8 +739,15 @@ void Conv::run(const float* x, const float* u, const float* bias, const sgemm::E
     // Each thread runs whole blocks, all three steps on its own scratch,
     // which stays in its core's L2, with no barrier between the steps; the
     // blocks evened out (49 tiles: four of 12 or 13) and claimed one at a
-    // time, so a thread that starts late takes fewer.
-    const int64_t blocks = ceil_div(tiles, block);
+    // time, so a thread that starts late takes fewer. As many blocks for
+    // every thread (smaller ones, when tiles / block is not a multiple of
+    // the threads): each thread's share of them (for_each_task) is then the
+    // same band of tiles in every layer, the rows the layer before wrote on
+    // its core, and no thread finishes first to take the end of another's
+    // share (9 blocks of 196 tiles on 2 threads: 3x3 32->32 layers on 56x56
+    // ran 1.4x faster on 2 threads than on 1, on a host whose vCPUs were
+    // ~220 ns apart).
+    const int64_t blocks = ceil_div(ceil_div(tiles, block), workers) * workers;
     pool.for_each_task(workers, blocks, [&](int64_t s, int64_t b) {
       const int64_t t0 = b * tiles / blocks, t1 = (b + 1) * tiles / blocks;
       run_block(t0, t1 - t0, x, u, bias, epilogue, y, workspace + s * block_floats(), nullptr);
