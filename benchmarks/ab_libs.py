@@ -29,6 +29,10 @@ by 10-40% from run to run, the best of 4-8 rounds repeated within 2-5%.
 
     python3 benchmarks/ab_libs.py --alternate --a /tmp/old --b /tmp/new \
         --model unet_small.kite --threads 2 --rounds 6 --warmup 3 --iterations 40
+
+--alternate prints kite-core-latency's line (built beside kite-run) before
+and after: at 2 threads the result holds for the vCPU placement it names
+(docs/CPU.md, "Where the threads run").
 """
 import argparse
 import json
@@ -37,6 +41,8 @@ import os
 import subprocess
 import sys
 import tempfile
+
+from bench_common import core_latency
 
 
 def run_pair(args, cpus_a, cpus_b, workdir):
@@ -70,6 +76,7 @@ def run_one(args, lib, workdir):
 
 def alternate(args):
     best = {"A": [], "B": []}
+    print(core_latency(os.path.dirname(args.kite_run)) + " (at the start)")
     with tempfile.TemporaryDirectory() as workdir:
         for r in range(args.rounds):
             for tag, lib in (("A", args.a), ("B", args.b)):
@@ -77,6 +84,7 @@ def alternate(args):
             print(f"round {r + 1}  A best {best['A'][-1]:.4f} ms  B best {best['B'][-1]:.4f} ms")
     a, b = sorted(best["A"]), sorted(best["B"])
     second = f", second best {a[1]:.4f} / {b[1]:.4f}" if args.rounds > 1 else ""
+    print(core_latency(os.path.dirname(args.kite_run)) + " (at the end)")
     print(f"{os.path.basename(args.model)} threads {args.threads}: best A {a[0]:.4f} ms, B {b[0]:.4f} ms, "
           f"B/A {b[0] / a[0]:.3f} ({args.rounds} rounds{second})")
 

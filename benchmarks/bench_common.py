@@ -24,6 +24,20 @@ def find_tool(bin_dir, name):
     sys.exit(f"{name} not found under {bin_dir}")
 
 
+def core_latency(tool_dir):
+    """The line printed by kite-core-latency (found under tool_dir, a build
+    folder or its apps folder), e.g. "core-to-core: 28 ns (cpus 0 and 1)";
+    "core-to-core: unknown (...)" without the tool. 2-thread timings on a
+    2-vCPU cloud host depend on where the hypervisor put the vCPUs (one
+    core complex, ~30 ns, or two, ~200 ns and more): print it beside them."""
+    for sub in ("", "apps"):
+        p = os.path.join(tool_dir, sub, "kite-core-latency")
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            r = subprocess.run([p], capture_output=True, text=True)
+            return r.stdout.strip() or "core-to-core: unknown (no output)"
+    return "core-to-core: unknown (kite-core-latency not built)"
+
+
 def time_calls(fn, warmup, iterations):
     """p50 in ms of fn() over `iterations` calls after `warmup` calls: wall
     clock around each call. Every engine a benchmark compares is timed by

@@ -84,7 +84,7 @@ import tempfile
 import numpy as np
 import onnxruntime as ort
 
-from bench_common import describe_cpu, ensure_venv, find_tool, seeded_feeds, time_calls
+from bench_common import core_latency, describe_cpu, ensure_venv, find_tool, seeded_feeds, time_calls
 
 MODEL_SET = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
              "squeezenet1_1", "shufflenet_v2_x1_0", "convnext_tiny", "vit_small",
@@ -530,6 +530,9 @@ def run_all(args, ctx, threads, models, peer_names):
     peers, kite_mod, mode = ctx.peers, ctx.kite_mod, ctx.mode
     cpu, isa, ncpu = describe_cpu()
     print(f"CPU: {cpu} ({ncpu} logical CPUs); ISA: {' '.join(isa)}")
+    tool_dir = os.path.dirname(ctx.run_tool)
+    latency_before = core_latency(tool_dir)
+    print(f"{latency_before} (at the start; 2-thread times depend on it, docs/CPU.md)")
     version = subprocess.run([ctx.run_tool, "--version"], capture_output=True, text=True).stdout.strip()
     print(f"{version}; Kite timed by: {mode}")
     print("peers: " + "; ".join(
@@ -597,9 +600,11 @@ def run_all(args, ctx, threads, models, peer_names):
             xs = [r[key] for r in results if r["threads"] == t and key in r]
             parts.append(f"{t} thread{'s' if t > 1 else ''} {geomean(xs):.2f} ({len(xs)} models)")
         print(f"geometric mean of {label}: " + ", ".join(parts))
+    latency_after = core_latency(tool_dir)
+    print(f"{latency_after} (at the end)")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"cpu": cpu, "isa": isa, "kite_timing": mode, "peers": peers.versions,
+            json.dump({"cpu": cpu, "isa": isa, "core_latency": [latency_before, latency_after], "kite_timing": mode, "peers": peers.versions,
                        "unavailable": peers.unavailable, "call_overhead_ms": overhead,
                        "results": results}, fh, indent=1)
 
