@@ -546,7 +546,11 @@ class ConvKernel : public Kernel {
         1, std::min<int64_t>({static_cast<int64_t>(pool.size()), std::max(1, threads),
                               blocks * g_.out[1]}));
     int64_t parts = 1;
-    if (slices > 1 && g_.out[1] >= kMinRowsPerPart * slices) {
+    // Rows only where the GEMMs around split by pixels too (planes of a
+    // whole number of cache lines, sgemm's run_gemm): on 14x14 and 7x7
+    // planes they split by channels, and so do these blocks.
+    const bool pixel_split = g_.in_numel() % 16 == 0 && pixels_ % 16 == 0;
+    if (slices > 1 && pixel_split && g_.out[1] >= kMinRowsPerPart * slices) {
       parts = blocks == 1 ? 2 * slices : slices;
     } else if (slices > 1) {
       // Few rows: each part would re-read the kernel's rows above and below
