@@ -109,14 +109,17 @@ class ThreadPool {
   // on a range word that they read the fields of the generation they claim
   // in (atomics: a late reader may race with the next job's writes, then
   // fails its CAS).
-  std::atomic<uint64_t> state_{0};
+  alignas(64) std::atomic<uint64_t> state_{0};
   std::atomic<void*> job_ctx_{nullptr};
   std::atomic<Trampoline> job_fn_{nullptr};
   std::atomic<int64_t> job_n_{0};
   std::atomic<int64_t> job_chunk_{0};
   std::atomic<int64_t> job_chunks_{0};
-  std::atomic<int64_t> chunks_done_{0};
   std::atomic<bool> stop_{false};
+  // Counted up by every chunk's end, on a line of its own: on the line of
+  // the job's fields, each count took the line from under the threads
+  // about to read them for their next claim.
+  alignas(64) std::atomic<int64_t> chunks_done_{0};
 };
 
 }  // namespace kite::cpu
