@@ -529,14 +529,14 @@ class ConvKernel : public Kernel {
   // Depthwise on small planes, sixteen channels a task (depthwise::Channels),
   // one scratch slice per thread. With more than one thread the blocks are
   // split by output rows too: on planes of kMinRowsPerPart rows a thread or
-  // more, into one part a thread (two when there is a single block:
-  // mobilenet_v3_small's 16-channel layer ran on one thread). Tasks go part
-  // by part, so thread
-  // s's share of them (ThreadPool::for_each_task) is its band of rows of
-  // every channel: the rows of the pixels that the pointwise layers around
-  // it, split by pixels, gave it and will take from it, still in its core's
-  // caches (Zen 2 host, vCPUs ~220 ns apart: channel blocks split between
-  // the threads made 2 threads slower than 1 on mobilenet_v2's layers).
+  // more whose GEMMs split by pixels, into one part a thread (two when
+  // there is a single block: mobilenet_v3_small's 16-channel layer ran on
+  // one thread). Tasks go part by part, so thread s's share of them
+  // (ThreadPool::for_each_task) is its band of rows of every channel: the
+  // rows of the pixels that the pointwise layers around it gave it and will
+  // take from it, still in its core's caches (Zen 2 host, vCPUs ~220 ns
+  // apart: channel blocks split between the threads made 2 threads slower
+  // than 1 on mobilenet_v2's layers).
   void run_channel_blocks(ThreadPool& pool) const {
     constexpr int64_t lanes = depthwise::kChannelLanes;
     constexpr int64_t kMinRowsPerPart = 7;

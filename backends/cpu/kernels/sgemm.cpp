@@ -538,9 +538,10 @@ void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const floa
   job.row_tasks = (job.m_panels + job.row_block - 1) / job.row_block;
   const int64_t tasks = tasks_for(job.row_block, job.col_block);
   if (pool && tasks > 1 && pool->size() > 1) {
-    // One task at a time from a shared counter: parallel_for's chunks of
-    // several tasks left a thread up to a chunk behind (squeezenet's
-    // classifier, 21 tasks in chunks of 3: 12 to 9).
+    // One task at a time (for_each_task: each thread its share, then the
+    // ends of the others'): parallel_for's chunks of several tasks left a
+    // thread up to a chunk behind (squeezenet's classifier, 21 tasks in
+    // chunks of 3: 12 to 9).
     pool->for_each_task(pool->size(), tasks, [&job](int64_t, int64_t t) { run_task(job, t); });
   } else {
     for (int64_t t = 0; t < tasks; ++t) run_task(job, t);
