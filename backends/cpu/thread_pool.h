@@ -70,9 +70,8 @@ class ThreadPool {
   // the caller waiting on the worker for a fifth of the layer).
   template <typename F>
   void for_each_task(int64_t slices, int64_t tasks, F&& fn) {
-    if (tasks <= 0) return;
-    const int64_t chunk = (tasks + kMaxChunks - 1) / kMaxChunks;
-    run_chunks(tasks, chunk, slices, &fn, [](void* ctx, int64_t slice, int64_t b, int64_t e) {
+    // Chunks of one task (more when there are over kMaxChunks: run_chunks).
+    run_chunks(tasks, 1, slices, &fn, [](void* ctx, int64_t slice, int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) (*static_cast<std::remove_reference_t<F>*>(ctx))(slice, t);
     });
   }

@@ -24,8 +24,8 @@
 #include <deque>
 #include <functional>
 #include <limits>
-#include <memory>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <ostream>
 #include <random>
@@ -1089,6 +1089,53 @@ TEST(ThreadPool, ForEachTaskSlicesAreThreads) {
     }
     EXPECT_EQ(owner.count(0) ? owner[0] : std::this_thread::get_id(), std::this_thread::get_id());
   }
+}
+
+// The order for_each_task runs tasks in, made deterministic by tasks that
+// wait on each other (5 s at most, then the test fails rather than hangs):
+// each thread starts at the front of its own share (6 tasks on 2 threads:
+// the caller 0, the worker 3), and a thread done with its share takes the
+// others' from the back: with the worker held in task 3 until the caller
+// has run five tasks, the caller runs 0, 1, 2, then 5, then 4.
+TEST(ThreadPool, ForEachTaskRunsOwnShareThenStealsFromTheBack) {
+  kite::cpu::ThreadPool pool(2);
+  const auto caller = std::this_thread::get_id();
+  std::mutex m;
+  std::vector<int64_t> by_caller, by_worker;
+  std::atomic<int> caller_done{0};
+  std::atomic<bool> timed_out{false};
+  auto wait_for = [&](auto done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        timed_out = true;
+        return;
+      }
+      std::this_thread::yield();
+    }
+  };
+  pool.for_each_task(2, 6, [&](int64_t s, int64_t t) {
+    const bool on_caller = std::this_thread::get_id() == caller;
+    EXPECT_EQ(s, on_caller ? 0 : 1);
+    {
+      std::lock_guard<std::mutex> lock(m);
+      (on_caller ? by_caller : by_worker).push_back(t);
+    }
+    // Task 0 waits until the worker has started (so the caller cannot take
+    // the worker's share before it comes); task 3 until the caller has run
+    // five tasks (so the caller must take 5 and 4 from the worker's share).
+    if (t == 0) {
+      wait_for([&] {
+        std::lock_guard<std::mutex> lock(m);
+        return !by_worker.empty();
+      });
+    }
+    if (t == 3 && !on_caller) wait_for([&] { return caller_done.load() >= 5; });
+    if (on_caller) caller_done.fetch_add(1);
+  });
+  ASSERT_FALSE(timed_out.load());
+  EXPECT_EQ(by_caller, (std::vector<int64_t>{0, 1, 2, 5, 4}));
+  EXPECT_EQ(by_worker, (std::vector<int64_t>{3}));
 }
 
 TEST(ThreadPool, UsesWorkersAndSingleThreadRunsInline) {

@@ -549,7 +549,8 @@ class ConvKernel : public Kernel {
     // Rows only where the GEMMs around split by pixels too (planes of a
     // whole number of cache lines, sgemm's run_gemm): on 14x14 and 7x7
     // planes they split by channels, and so do these blocks.
-    const bool pixel_split = g_.in_numel() % 16 == 0 && pixels_ % 16 == 0;
+    const bool pixel_split =
+        sgemm::splits_columns_by_thread(g_.in_numel()) && sgemm::splits_columns_by_thread(pixels_);
     if (slices > 1 && pixel_split && g_.out[1] >= kMinRowsPerPart * slices) {
       parts = blocks == 1 ? 2 * slices : slices;
     } else if (slices > 1) {

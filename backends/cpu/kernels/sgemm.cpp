@@ -518,7 +518,7 @@ void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const floa
   // 384 alone 0.45 ms split by columns, 0.34 by rows (1 thread 0.65); a
   // 14x14 stack of 384-channel pointwise and depthwise layers 2.52 -> 2.00.
   constexpr int64_t kMinPanelsPerThread = 8;
-  if (threads > 1 && job.n_panels >= kMinPanelsPerThread * threads && ldc % 16 == 0) {
+  if (threads > 1 && job.n_panels >= kMinPanelsPerThread * threads && splits_columns_by_thread(ldc)) {
     const int64_t share = (job.n_panels + threads - 1) / threads;
     job.col_block = std::min(job.col_block, (share + 1) / 2 * 2);
   }

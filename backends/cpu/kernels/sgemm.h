@@ -103,6 +103,12 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const f
 // short rows of B under many rows of A and not for rows a multiple of 2
 // KiB apart (sgemm.cpp); the others need B packed.
 bool reads_b_in_place(int64_t m, int64_t n);
+// Whether a GEMM on several threads may give each thread a band of C's
+// columns (sgemm.cpp, run_gemm): only where C's rows, ldc floats apart,
+// start on 64-byte lines, so that no line of C is written by two threads.
+// Kernels around a convolution's GEMM split its planes the same way
+// (conv.cpp's depthwise channel blocks).
+inline bool splits_columns_by_thread(int64_t ldc) { return ldc % 16 == 0; }
 // As gemm_packed with B (k x n) read where it lies, row p at b + p * ldb
 // (ldb >= n): a pointwise convolution's input is its B, so it needs no
 // packing pass. On the AVX-512 and AVX2 levels (whatever m); false
