@@ -260,6 +260,15 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
                            : job.pb + (jp + std::min(q, nb - 1)) * job.k * kNR + k0 * kNR;
       }
       const int nz = cols > 16 ? 2 : 1;
+      // B in place: the rows of this k block that a strip of 16 columns
+      // from its last strip's start may read whole: row r (of B) ends its
+      // read at r * ldb + j + 16 * nz, B at (k - 1) * ldb + n.
+      int64_t whole_rows = 0;
+      if (job.ldb > 0) {
+        const int64_t over = j + 16 * nz - job.n;  // floats past B's last column
+        const int64_t skip = over <= 0 ? 0 : (over + job.ldb - 1) / job.ldb;  // B's last rows that may not
+        whole_rows = std::max<int64_t>(0, std::min(kc, job.k - skip - k0));
+      }
       for (int64_t ip = ip0; ip < ip1; ip += 2) {
         const int na = ip + 1 < ip1 ? 2 : 1;
         const int64_t i = ip * kMR;
@@ -268,7 +277,7 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
         const int64_t prefetch = job.ldb > 0 && ip == ip0 ? kDirectPrefetch : 0;
         // The first strip of a k block fetches the next pair's A ahead.
         const float* a_next = jp == jp0 && ip + 2 < ip1 ? a0 + 2 * job.k * kMR : nullptr;
-        job.block(na, nz, kc, a0, na == 2 ? a0 + job.k * kMR : a0, b, job.ldb, prefetch,
+        job.block(na, nz, kc, a0, na == 2 ? a0 + job.k * kMR : a0, b, job.ldb, prefetch, whole_rows,
                   job.c + i * job.ldc + j, job.ldc, rows, cols, job.row_bias ? job.row_bias + i : nullptr,
                   add, epi, a_next);
       }

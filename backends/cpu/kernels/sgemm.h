@@ -149,7 +149,8 @@ using MicroKernelPairFn = void (*)(int64_t kc, const float* a0, const float* a1,
 // first 16 columns run: the first column strip of a k block reads each A
 // panel from beyond L2 (a large weight matrix, cold at each run).
 void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float* a1,
-                       const float* const* b, int64_t ldb, int64_t prefetch, float* c, int64_t ldc,
+                       const float* const* b, int64_t ldb, int64_t prefetch, int64_t whole_rows, float* c,
+                       int64_t ldc,
                        int64_t rows, int64_t cols, const float* row_bias, bool add,
                        const Epilogue* epilogue, const float* a_next);
 // column_avx512's contract on AVX2 (a panel's six rows a vector, four
@@ -170,12 +171,17 @@ int64_t pack_a_panel_avx2(const float* a, int64_t lda, int64_t k, float alpha, f
 // (+ row_bias[i]), or with add, C += A*B; then the epilogue (null: none) in
 // the registers. prefetch > 0 (row-major B only): each row's floats that
 // far ahead (two cache lines) are prefetched into L1 as the row is read.
+// whole_rows (row-major B only): how many of the block's first rows may be
+// read as whole vectors from a strip's first column past cols (the rest of
+// the row, the next row's first floats: B goes on that far); the others
+// only within cols.
 bool cpu_supports_avx512f();
-// a_next: block_kernel_avx2's; not used here.
+// a_next: block_kernel_avx2's; not used here. whole_rows: not used here
+// (masked loads cost nothing extra on AVX-512).
 void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const float* a1,
-                         const float* const* b, int64_t ldb, int64_t prefetch, float* c,
-                         int64_t ldc, int64_t rows, int64_t cols, const float* row_bias, bool add,
-                         const Epilogue* epilogue, const float* a_next);
+                         const float* const* b, int64_t ldb, int64_t prefetch, int64_t whole_rows,
+                         float* c, int64_t ldc, int64_t rows, int64_t cols, const float* row_bias,
+                         bool add, const Epilogue* epilogue, const float* a_next);
 // One full A panel (kMR rows of a, lda floats apart, k columns contiguous)
 // times alpha into dst (k x kMR), sixteen columns at a time by permutes:
 // the bits of the portable loop's a[i][p] * alpha. Columns past the last

@@ -174,7 +174,8 @@ void block(int64_t kc, const float* a0, const float* a1, const float* const* b, 
 }  // namespace
 
 void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const float* a1,
-                         const float* const* b, int64_t ldb, int64_t prefetch, float* c,
+                         const float* const* b, int64_t ldb, int64_t prefetch, int64_t /*whole_rows*/,
+                         float* c,
                          int64_t ldc, int64_t rows, int64_t cols, const float* row_bias, bool add,
                          const Epilogue* epi, const float* /*a_next: not used on this level*/) {
   if (ldb > 0) {
@@ -423,7 +424,7 @@ namespace kite::cpu::sgemm::detail {
 
 bool cpu_supports_avx512f() { return false; }
 void block_kernel_avx512(int, int, int64_t, const float*, const float*, const float* const*, int64_t,
-                         int64_t, float*, int64_t, int64_t, int64_t, const float*, bool,
+                         int64_t, int64_t, float*, int64_t, int64_t, int64_t, const float*, bool,
                          const Epilogue*, const float*) {}
 int64_t pack_a_panel_avx512(const float*, int64_t, int64_t, float, float*) { return 0; }
 void gemv_panels_avx512(int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t,
