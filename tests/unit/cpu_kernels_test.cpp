@@ -1254,6 +1254,66 @@ TEST(Sgemm, LoneLastColumnHasTheBlockKernelsBits) {
   if (levels == 0) GTEST_SKIP() << "a lone column is computed apart on AVX2 and AVX-512 only";
 }
 
+// A last strip of 1-8 columns under a pair of A panels goes to the AVX2
+// level's 12x8 tile (tile12x8) with the 6x16 tile's arithmetic: the
+// columns' bits are those they get among 16 (the memory budget splits
+// convolutions by columns and requires identical outputs). Tails of 4 and
+// 8 columns (196 and 200 = 6 x 32 + 8), two and three k blocks, every mode
+// (plain, bias, accumulate, Relu), B packed and read in place (rows 200
+// floats apart, whole-vector reads of the last strip but past B's end),
+// one thread and a pool.
+TEST(Sgemm, NarrowLastStripHasTheWideTilesBits) {
+  namespace sg = kite::cpu::sgemm;
+  kite::cpu::ThreadPool pool(2);
+  const int64_t m = 25, wide = 208;
+  int levels = 0;
+  for (sg::MicroKernel kernel : {sg::MicroKernel::kAvx2Fma, sg::MicroKernel::kAvx512}) {
+    const ForcedGemmKernel forced(kernel);
+    if (!forced.ok()) continue;
+    ++levels;
+    for (int64_t k : {300, 513}) {
+      const std::vector<float> a = Random(m * k, 171), b = Random(k * wide, 172), bias = Random(m, 173);
+      const std::vector<float> c0 = Random(m * wide, 174);
+      std::vector<float> pa(static_cast<size_t>(sg::packed_a_floats(m, k)));
+      sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
+      for (int64_t n : {196, 200}) {
+        // B exactly n wide too (ldb = n): its last row may not be read past n.
+        std::vector<float> tight(static_cast<size_t>(k * n));
+        for (int64_t p = 0; p < k; ++p) std::copy(&b[p * wide], &b[p * wide] + n, &tight[p * n]);
+        for (int mode = 0; mode < 4; ++mode) {
+          sg::Epilogue e;
+          e.kind = mode == 3 ? sg::Epilogue::kRelu : sg::Epilogue::kNone;
+          const float* rb = mode == 1 ? bias.data() : nullptr;
+          for (kite::cpu::ThreadPool* p : {static_cast<kite::cpu::ThreadPool*>(nullptr), &pool}) {
+            std::vector<float> ref = c0, got = c0, got_tight = c0, packed = c0;
+            ASSERT_TRUE(sg::gemm_direct_b(m, wide, k, pa.data(), b.data(), wide, ref.data(), wide, rb, mode == 2,
+                                          p, &e));
+            ASSERT_TRUE(sg::gemm_direct_b(m, n, k, pa.data(), b.data(), wide, got.data(), wide, rb, mode == 2, p,
+                                          &e));
+            ASSERT_TRUE(sg::gemm_direct_b(m, n, k, pa.data(), tight.data(), n, got_tight.data(), wide, rb,
+                                          mode == 2, p, &e));
+            std::vector<float> pb(static_cast<size_t>(sg::packed_b_floats(k, n)));
+            sg::pack_b(b.data(), wide, 1, k, n, pb.data(), nullptr);
+            sg::gemm_packed(m, n, k, pa.data(), pb.data(), packed.data(), wide, rb, mode == 2, p, &e);
+            for (int64_t i = 0; i < m; ++i) {
+              for (int64_t j = 0; j < wide; ++j) {
+                const float want = j < n ? ref[i * wide + j] : c0[i * wide + j];
+                for (const std::vector<float>* v : {&got, &got_tight, &packed}) {
+                  ASSERT_EQ(std::memcmp(&(*v)[i * wide + j], &want, sizeof(float)), 0)
+                      << (v == &got ? "in place" : v == &got_tight ? "in place, ldb = n" : "packed") << ": k " << k
+                      << " n " << n << " mode " << mode << (p ? " pool" : "") << " at (" << i << "," << j
+                      << "): " << (*v)[i * wide + j] << " vs " << want;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (levels == 0) GTEST_SKIP() << "the AVX2 and AVX-512 levels only";
+}
+
 // One row (m = 1, a fully connected layer at batch 1) from packed B goes
 // to row_avx512 on AVX-512 (row_avx2 on AVX2), with the block kernel's
 // arithmetic: its bits

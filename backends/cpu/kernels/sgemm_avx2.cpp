@@ -160,6 +160,65 @@ __attribute__((target("avx2,fma,prfchw"))) void tile6x16(int64_t kc, const float
   }
 }
 
+// A last strip of at most 8 columns against both A panels of a block: 12
+// accumulators of one vector (twelve broadcasts and one B load a k step),
+// where two 6x16 tiles spent 24 FMAs a step on at most 8 useful columns.
+// The 6x16 tile's arithmetic (FMAs in k order from zero, then + C or + the
+// row bias, then the epilogue), so its bits. Direct: B row-major in place,
+// row p at lo + p * ldb, whole vectors for p < whole_rows, else masked;
+// else the packed panel lo (zero past its columns).
+template <bool Direct>
+__attribute__((target("avx2,fma"))) void tile12x8(int64_t kc, const float* a0, const float* a1,
+                                                  const float* lo, int64_t ldb, int64_t whole_rows,
+                                                  float* c, int64_t ldc, int64_t rows, int64_t cols,
+                                                  const float* row_bias, bool add, const Epilogue* epi) {
+  __m256 acc[2][6];
+#pragma GCC unroll 6
+  for (int r = 0; r < 6; ++r) acc[0][r] = acc[1][r] = _mm256_setzero_ps();
+  const __m256i m = lanes8(cols);
+#pragma GCC unroll 2
+  for (int64_t p = 0; p < kc; ++p) {
+    __m256 b;
+    if constexpr (Direct) {
+      b = p < whole_rows ? _mm256_loadu_ps(lo) : _mm256_maskload_ps(lo, m);
+      lo += ldb;
+    } else {
+      b = _mm256_loadu_ps(lo);
+      lo += kNR;
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < 6; ++r) acc[0][r] = _mm256_fmadd_ps(_mm256_broadcast_ss(a0 + r), b, acc[0][r]);
+#pragma GCC unroll 6
+    for (int r = 0; r < 6; ++r) acc[1][r] = _mm256_fmadd_ps(_mm256_broadcast_ss(a1 + r), b, acc[1][r]);
+    a0 += kMR;
+    a1 += kMR;
+  }
+  const Epilogue::Kind kind = epi ? epi->kind : Epilogue::kNone;
+  const __m256 lo_v = _mm256_set1_ps(kind == Epilogue::kClip ? epi->lo : 0.0f);
+  const __m256 hi_v = _mm256_set1_ps(kind == Epilogue::kClip ? epi->hi : 0.0f);
+#pragma GCC unroll 2
+  for (int q = 0; q < 2; ++q) {
+#pragma GCC unroll 6
+    for (int r = 0; r < 6; ++r) {
+      const int64_t i = q * kMR + r;
+      if (i >= rows) break;
+      float* cr = c + i * ldc;
+      __m256 v = acc[q][r];
+      if (add) {
+        v = _mm256_add_ps(v, cols >= 8 ? _mm256_loadu_ps(cr) : _mm256_maskload_ps(cr, m));
+      } else if (row_bias) {
+        v = _mm256_add_ps(v, _mm256_set1_ps(row_bias[i]));
+      }
+      v = finish_avx2(kind, lo_v, hi_v, v);
+      if (cols >= 8) {
+        _mm256_storeu_ps(cr, v);
+      } else {
+        _mm256_maskstore_ps(cr, m, v);
+      }
+    }
+  }
+}
+
 // NP panels of column_avx2, one k block: panel q's six rows in lanes 0-5
 // of acc[q], NP independent FMA chains.
 template <int NP>
@@ -315,6 +374,16 @@ void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float*
   for (int z = 0; z < nz; ++z) {
     const int64_t zc = std::min<int64_t>(16, cols - 16 * z);
     if (zc <= 0) break;
+    if (zc <= 8 && na == 2 && (z > 0 || a_next == nullptr)) {
+      // (Not a strip that fetches the next block's A: the 6x16 tiles do.)
+      float* cz = c + 16 * z;
+      if (ldb > 0) {
+        tile12x8<true>(kc, a0, a1, b[0] + 16 * z, ldb, whole_rows, cz, ldc, rows, zc, row_bias, add, epi);
+      } else {
+        tile12x8<false>(kc, a0, a1, b[2 * z], 0, 0, cz, ldc, rows, zc, row_bias, add, epi);
+      }
+      continue;
+    }
     for (int q = 0; q < na; ++q) {
       const int64_t qr = std::min<int64_t>(kMR, rows - q * kMR);
       if (qr <= 0) break;
