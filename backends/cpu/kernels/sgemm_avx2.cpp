@@ -43,18 +43,21 @@ __attribute__((target("avx2"))) inline __m256 finish_avx2(Epilogue::Kind kind, _
 }
 
 // One A panel (6 rows) by 16 columns of B: 12 accumulators, two B loads and
-// six broadcasts a k step; then straight to C (block_kernel_avx2).
+// six broadcasts a k step; then straight to C (block_kernel_avx2). R = 4:
+// the panel's first 4 rows only (a last panel of 3 or 4 rows: m = 16, 40,
+// 64, 112, 160, 256), 8 accumulators whose FMA latency, not the 12 FMAs of
+// R = 6, sets the pace.
 // Direct: B row-major in place, row p at lo + p * ldb (Masked: cols < 16,
 // masked loads); else two packed panels lo and hi.
-template <bool Direct, bool Masked>
+template <bool Direct, bool Masked, int R = 6>
 __attribute__((target("avx2,fma,prfchw"))) void tile6x16(int64_t kc, const float* a, const float* lo,
                                                   const float* hi, int64_t ldb, int64_t prefetch,
                                                   float* c, int64_t ldc, int64_t rows, int64_t cols,
                                                   const float* row_bias, bool add, const Epilogue* epi,
                                                   const float* a_next, int64_t whole_rows = 0) {
-  __m256 acc[6][2];
+  __m256 acc[R][2];
 #pragma GCC unroll 6
-  for (int r = 0; r < 6; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   const __m256i m0 = lanes8(cols), m1 = lanes8(cols - 8);
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
@@ -85,7 +88,7 @@ __attribute__((target("avx2,fma,prfchw"))) void tile6x16(int64_t kc, const float
       hi += kNR;
     }
 #pragma GCC unroll 6
-    for (int r = 0; r < 6; ++r) {
+    for (int r = 0; r < R; ++r) {
       const __m256 av = _mm256_broadcast_ss(a + r);
       acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
@@ -101,17 +104,17 @@ __attribute__((target("avx2,fma,prfchw"))) void tile6x16(int64_t kc, const float
   const Epilogue::Kind kind = epi ? epi->kind : Epilogue::kNone;
   const __m256 lo_v = _mm256_set1_ps(kind == Epilogue::kClip ? epi->lo : 0.0f);
   const __m256 hi_v = _mm256_set1_ps(kind == Epilogue::kClip ? epi->hi : 0.0f);
-  if (rows == 6 && cols == 16) {
+  if (R == 6 && rows == 6 && cols == 16) {
     // A full tile: each step over all twelve accumulators, one branch each.
     if (add) {
 #pragma GCC unroll 6
-      for (int r = 0; r < 6; ++r) {
+      for (int r = 0; r < R; ++r) {
         acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_loadu_ps(c + r * ldc));
         acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_loadu_ps(c + r * ldc + 8));
       }
     } else if (row_bias) {
 #pragma GCC unroll 6
-      for (int r = 0; r < 6; ++r) {
+      for (int r = 0; r < R; ++r) {
         const __m256 bias = _mm256_set1_ps(row_bias[r]);
         acc[r][0] = _mm256_add_ps(acc[r][0], bias);
         acc[r][1] = _mm256_add_ps(acc[r][1], bias);
@@ -119,13 +122,13 @@ __attribute__((target("avx2,fma,prfchw"))) void tile6x16(int64_t kc, const float
     }
     if (kind != Epilogue::kNone) {
 #pragma GCC unroll 6
-      for (int r = 0; r < 6; ++r) {
+      for (int r = 0; r < R; ++r) {
         acc[r][0] = finish_avx2(kind, lo_v, hi_v, acc[r][0]);
         acc[r][1] = finish_avx2(kind, lo_v, hi_v, acc[r][1]);
       }
     }
 #pragma GCC unroll 6
-    for (int r = 0; r < 6; ++r) {
+    for (int r = 0; r < R; ++r) {
       float* cr = c + r * ldc;
       _mm256_storeu_ps(cr, acc[r][0]);
       _mm256_storeu_ps(cr + 8, acc[r][1]);
@@ -135,7 +138,7 @@ __attribute__((target("avx2,fma,prfchw"))) void tile6x16(int64_t kc, const float
     return;
   }
 #pragma GCC unroll 6
-  for (int r = 0; r < 6; ++r) {
+  for (int r = 0; r < R; ++r) {
     if (r >= rows) break;
     float* cr = c + r * ldc;
 #pragma GCC unroll 2
@@ -466,7 +469,19 @@ void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float*
       // The first 16 columns fetch the next block's panels (as far apart
       // as this block's), one each.
       const float* an = z == 0 && a_next ? a_next + (a1 - a0) * q : nullptr;
-      if (ldb > 0) {
+      if (qr <= 4) {
+        // A last panel of 3 or 4 rows: the 4-row tile.
+        if (ldb > 0) {
+          const float* lo = b[0] + 16 * z;
+          if (zc == 16) {
+            tile6x16<true, false, 4>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi, an);
+          } else {
+            tile6x16<true, true, 4>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi, an, whole_rows);
+          }
+        } else {
+          tile6x16<false, false, 4>(kc, a, b[2 * z], b[2 * z + 1], 0, 0, cq, ldc, qr, zc, bias, add, epi, an);
+        }
+      } else if (ldb > 0) {
         const float* lo = b[0] + 16 * z;
         if (zc == 16) {
           tile6x16<true, false>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi, an);
