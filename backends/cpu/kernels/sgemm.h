@@ -144,15 +144,17 @@ using MicroKernelPairFn = void (*)(int64_t kc, const float* a0, const float* a1,
 // tiles of one A panel by 16 columns (12 of the 16 vector
 // registers accumulate), so a column's bits are the micro-kernel path's:
 // FMAs in k order from zero, then + C or + the row bias, then the epilogue.
+// The edges in tiles of their own with the same arithmetic: a last strip
+// of 1-8 columns under two panels 12 x 8, a last panel of 1-2 rows under
+// 32 columns 2 x 32, of 3-4 rows 4 x 16.
 // a_next (null: none): the next block's first A panel at the same k (its
 // second as far from it as a1 from a0), fetched into L1 as this block's
 // first 16 columns run: the first column strip of a k block reads each A
 // panel from beyond L2 (a large weight matrix, cold at each run).
 void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float* a1,
-                       const float* const* b, int64_t ldb, int64_t prefetch, int64_t whole_rows, float* c,
-                       int64_t ldc,
-                       int64_t rows, int64_t cols, const float* row_bias, bool add,
-                       const Epilogue* epilogue, const float* a_next);
+                       const float* const* b, int64_t ldb, int64_t prefetch, int64_t whole_rows,
+                       float* c, int64_t ldc, int64_t rows, int64_t cols, const float* row_bias,
+                       bool add, const Epilogue* epilogue, const float* a_next);
 // column_avx512's contract on AVX2 (a panel's six rows a vector, four
 // panels at a time): block_kernel_avx2's bits for that column. A GEMM's
 // last lone column (49 = 3 x 16 + 1: the 7x7 planes) and n = 1 (the

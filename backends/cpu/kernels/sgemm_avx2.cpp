@@ -427,10 +427,9 @@ __attribute__((target("avx2,fma"))) void row_avx2(int64_t jp0, int64_t jp1, int6
 }
 
 void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float* a1,
-                       const float* const* b, int64_t ldb, int64_t prefetch, int64_t whole_rows, float* c,
-                       int64_t ldc,
-                       int64_t rows, int64_t cols, const float* row_bias, bool add,
-                       const Epilogue* epi, const float* a_next) {
+                       const float* const* b, int64_t ldb, int64_t prefetch, int64_t whole_rows,
+                       float* c, int64_t ldc, int64_t rows, int64_t cols, const float* row_bias,
+                       bool add, const Epilogue* epi, const float* a_next) {
   // A last panel of 1 or 2 rows under 32 whole columns: one 2x32 tile.
   if (cols == 32 && rows - (na - 1) * kMR <= 2) {
     const int q = na - 1;
