@@ -365,10 +365,19 @@ class PoolKernel : public Kernel {
     // the pixels that the layers around it, split by pixels, gave it and
     // will take from it, in its own core's caches (squeezenet1_1's pools
     // on a Zen 2 host whose vCPUs were ~220 ns apart, split by planes, ran
-    // no faster on 2 threads than on 1).
+    // no faster on 2 threads than on 1). Except planes whose rows of floats
+    // do not start on cache lines and that no stem made (under 96 rows):
+    // the GEMMs there split by channels (sgemm::splits_columns_by_thread),
+    // so the pool does too. Same host, vCPUs ~180 ns apart, 2 threads,
+    // squeezenet1_1's 55x55 and 27x27 pools 0.125 -> 0.081 and 0.126 ->
+    // 0.066 ms (their 1-thread times 0.10 and 0.07), the model 6.34 ->
+    // 6.11 ms; its 111x111 pool, after the stem (split by output rows),
+    // was 0.14 by bands and 0.17 by planes.
     const int64_t oh = axes_[1].out;
-    const int64_t bands =
-        indices_ == nullptr && axes_[0].out == 1 ? std::min<int64_t>(pool.size(), oh) : 1;
+    const bool by_pixels = sgemm::splits_columns_by_thread(axes_[1].in * axes_[2].in) || axes_[1].in >= 96;
+    const int64_t bands = indices_ == nullptr && axes_[0].out == 1 && by_pixels
+                              ? std::min<int64_t>(pool.size(), oh)
+                              : 1;
     pool.parallel_for(planes_ * bands, 1, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
         const int64_t band = t / planes_, plane = t % planes_;
