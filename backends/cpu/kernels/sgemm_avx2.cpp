@@ -42,6 +42,38 @@ __attribute__((target("avx2"))) inline __m256 finish_avx2(Epilogue::Kind kind, _
   return v;
 }
 
+// The epilogue read once per tile: the stores go through may-alias vector
+// types, so a load of epi->kind beside them was repeated after each store
+// (with its branches, a third of a 16-deep tile's time on Zen 3).
+struct Finish {
+  Epilogue::Kind kind;
+  __m256 lo, hi;
+};
+__attribute__((target("avx2"), always_inline)) inline Finish finish_of(const Epilogue* epi) {
+  const Epilogue::Kind kind = epi ? epi->kind : Epilogue::kNone;
+  return {kind, _mm256_set1_ps(kind == Epilogue::kClip ? epi->lo : 0.0f),
+          _mm256_set1_ps(kind == Epilogue::kClip ? epi->hi : 0.0f)};
+}
+
+// A tile's sums v for eight columns of a row of C at cr: + C (add) or + the
+// row's bias (bias non-null), then the epilogue, then stored; the first
+// lanes of mask only when not full.
+__attribute__((target("avx2"), always_inline)) inline void store_row8(float* cr, __m256 v, bool add,
+                                                                      const float* bias, const Finish& f,
+                                                                      bool full, __m256i mask) {
+  if (add) {
+    v = _mm256_add_ps(v, full ? _mm256_loadu_ps(cr) : _mm256_maskload_ps(cr, mask));
+  } else if (bias) {
+    v = _mm256_add_ps(v, _mm256_set1_ps(*bias));
+  }
+  v = finish_avx2(f.kind, f.lo, f.hi, v);
+  if (full) {
+    _mm256_storeu_ps(cr, v);
+  } else {
+    _mm256_maskstore_ps(cr, mask, v);
+  }
+}
+
 // One A panel (6 rows) by 16 columns of B: 12 accumulators, two B loads and
 // six broadcasts a k step; then straight to C (block_kernel_avx2). R = 4:
 // the panel's first 4 rows only (a last panel of 3 or 4 rows: m = 16, 40,
@@ -98,12 +130,7 @@ __attribute__((target("avx2,fma,prfchw"))) void tile6x16(int64_t kc, const float
     if (a_next && (p & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(a_next + p * kMR), _MM_HINT_T0);
     a += kMR;
   }
-  // The epilogue read once: the stores below go through may-alias vector
-  // types, so a load of epi->kind beside them was repeated after each store
-  // (with its branches, a third of a 16-deep tile's time on Zen 3).
-  const Epilogue::Kind kind = epi ? epi->kind : Epilogue::kNone;
-  const __m256 lo_v = _mm256_set1_ps(kind == Epilogue::kClip ? epi->lo : 0.0f);
-  const __m256 hi_v = _mm256_set1_ps(kind == Epilogue::kClip ? epi->hi : 0.0f);
+  const Finish f = finish_of(epi);
   if (R == 6 && rows == 6 && cols == 16) {
     // A full tile: each step over all twelve accumulators, one branch each.
     if (add) {
@@ -120,11 +147,11 @@ __attribute__((target("avx2,fma,prfchw"))) void tile6x16(int64_t kc, const float
         acc[r][1] = _mm256_add_ps(acc[r][1], bias);
       }
     }
-    if (kind != Epilogue::kNone) {
+    if (f.kind != Epilogue::kNone) {
 #pragma GCC unroll 6
       for (int r = 0; r < R; ++r) {
-        acc[r][0] = finish_avx2(kind, lo_v, hi_v, acc[r][0]);
-        acc[r][1] = finish_avx2(kind, lo_v, hi_v, acc[r][1]);
+        acc[r][0] = finish_avx2(f.kind, f.lo, f.hi, acc[r][0]);
+        acc[r][1] = finish_avx2(f.kind, f.lo, f.hi, acc[r][1]);
       }
     }
 #pragma GCC unroll 6
@@ -145,20 +172,7 @@ __attribute__((target("avx2,fma,prfchw"))) void tile6x16(int64_t kc, const float
     for (int z = 0; z < 2; ++z) {
       const int64_t left = cols - 8 * z;
       if (left <= 0) break;
-      const __m256i m = z == 0 ? m0 : m1;
-      const bool full = left >= 8;
-      __m256 v = acc[r][z];
-      if (add) {
-        v = _mm256_add_ps(v, full ? _mm256_loadu_ps(cr + 8 * z) : _mm256_maskload_ps(cr + 8 * z, m));
-      } else if (row_bias) {
-        v = _mm256_add_ps(v, _mm256_set1_ps(row_bias[r]));
-      }
-      v = finish_avx2(kind, lo_v, hi_v, v);
-      if (full) {
-        _mm256_storeu_ps(cr + 8 * z, v);
-      } else {
-        _mm256_maskstore_ps(cr + 8 * z, m, v);
-      }
+      store_row8(cr + 8 * z, acc[r][z], add, row_bias ? row_bias + r : nullptr, f, left >= 8, z == 0 ? m0 : m1);
     }
   }
 }
@@ -196,28 +210,14 @@ __attribute__((target("avx2,fma"))) void tile12x8(int64_t kc, const float* a0, c
     a0 += kMR;
     a1 += kMR;
   }
-  const Epilogue::Kind kind = epi ? epi->kind : Epilogue::kNone;
-  const __m256 lo_v = _mm256_set1_ps(kind == Epilogue::kClip ? epi->lo : 0.0f);
-  const __m256 hi_v = _mm256_set1_ps(kind == Epilogue::kClip ? epi->hi : 0.0f);
+  const Finish f = finish_of(epi);
 #pragma GCC unroll 2
   for (int q = 0; q < 2; ++q) {
 #pragma GCC unroll 6
     for (int r = 0; r < 6; ++r) {
       const int64_t i = q * kMR + r;
       if (i >= rows) break;
-      float* cr = c + i * ldc;
-      __m256 v = acc[q][r];
-      if (add) {
-        v = _mm256_add_ps(v, cols >= 8 ? _mm256_loadu_ps(cr) : _mm256_maskload_ps(cr, m));
-      } else if (row_bias) {
-        v = _mm256_add_ps(v, _mm256_set1_ps(row_bias[i]));
-      }
-      v = finish_avx2(kind, lo_v, hi_v, v);
-      if (cols >= 8) {
-        _mm256_storeu_ps(cr, v);
-      } else {
-        _mm256_maskstore_ps(cr, m, v);
-      }
+      store_row8(c + i * ldc, acc[q][r], add, row_bias ? row_bias + i : nullptr, f, cols >= 8, m);
     }
   }
 }
@@ -261,22 +261,14 @@ __attribute__((target("avx2,fma"))) void tile2x32(int64_t kc, const float* a, co
     }
     a += kMR;
   }
-  const Epilogue::Kind kind = epi ? epi->kind : Epilogue::kNone;
-  const __m256 lo_v = _mm256_set1_ps(kind == Epilogue::kClip ? epi->lo : 0.0f);
-  const __m256 hi_v = _mm256_set1_ps(kind == Epilogue::kClip ? epi->hi : 0.0f);
+  const Finish f = finish_of(epi);
+  const __m256i all = _mm256_set1_epi32(-1);
 #pragma GCC unroll 2
   for (int r = 0; r < 2; ++r) {
     if (r >= rows) break;
-    float* cr = c + r * ldc;
 #pragma GCC unroll 4
     for (int z = 0; z < 4; ++z) {
-      __m256 v = acc[r][z];
-      if (add) {
-        v = _mm256_add_ps(v, _mm256_loadu_ps(cr + 8 * z));
-      } else if (row_bias) {
-        v = _mm256_add_ps(v, _mm256_set1_ps(row_bias[r]));
-      }
-      _mm256_storeu_ps(cr + 8 * z, finish_avx2(kind, lo_v, hi_v, v));
+      store_row8(c + r * ldc + 8 * z, acc[r][z], add, row_bias ? row_bias + r : nullptr, f, true, all);
     }
   }
 }
@@ -376,9 +368,7 @@ __attribute__((target("avx2,fma"))) void row_avx2(int64_t jp0, int64_t jp1, int6
   // tile, operand for operand, where it spent six rows of FMAs on this one.
   constexpr int64_t kGroup = 8;
   const float bias = row_bias ? row_bias[0] : 0.0f;
-  const Epilogue::Kind kind = epilogue ? epilogue->kind : Epilogue::kNone;
-  const __m256 lo_v = _mm256_set1_ps(kind == Epilogue::kClip ? epilogue->lo : 0.0f);
-  const __m256 hi_v = _mm256_set1_ps(kind == Epilogue::kClip ? epilogue->hi : 0.0f);
+  const Finish f = finish_of(epilogue);
   for (int64_t jp = jp0; jp < jp1; jp += kGroup) {
     const int64_t panels = std::min(kGroup, jp1 - jp);
     const int64_t j = jp * kNR;
@@ -415,7 +405,7 @@ __attribute__((target("avx2,fma"))) void row_avx2(int64_t jp0, int64_t jp1, int6
         } else if (row_bias) {
           v = _mm256_add_ps(v, _mm256_set1_ps(bias));
         }
-        if (last) v = finish_avx2(kind, lo_v, hi_v, v);
+        if (last) v = finish_avx2(f.kind, f.lo, f.hi, v);
         if (left >= 8) {
           _mm256_storeu_ps(cq, v);
         } else {
