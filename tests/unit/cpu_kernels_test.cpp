@@ -1194,18 +1194,18 @@ TEST(Sgemm, OneColumnSplitOverThreadsMatchesOneThread) {
   }
 }
 
-// A last column alone in its 16-lane vector (n = 17, 49 = 32 + 16 + 1) is
-// computed apart on AVX-512 and AVX2 (column_avx512, column_avx2) with the
-// block kernel's arithmetic: its bits are those the same column gets among 32 or 64
-// (where no column is alone), so a column's value does not depend on how
-// many columns share the GEMM (the memory budget splits convolutions by
-// columns and requires identical outputs). k across two and three k blocks,
-// every mode (plain, row bias, accumulate, the Clip and Relu epilogues), B
-// packed and read in place, one thread and a pool.
-TEST(Sgemm, LoneLastColumnHasTheBlockKernelsBits) {
+// A GEMM's first n columns (each n of ns) against the same columns of the
+// whole GEMM (wide columns, where every strip is whole), bit for bit, on
+// the AVX2 and AVX-512 levels: with B read in place (rows wide floats
+// apart, and exactly n apart, so the last strip's whole-vector reads stop
+// at B's end) and packed; k across two and three k blocks, every mode
+// (plain, bias, accumulate, bias + Clip, Relu), one thread and a pool.
+// Returns the levels run. The memory budget splits convolutions by columns
+// and requires identical outputs, so a column's value must not depend on
+// the tile the GEMM's width puts it in.
+int ColumnsHaveTheWholeGemmsBits(int64_t m, int64_t wide, std::initializer_list<int64_t> ns, uint32_t seed) {
   namespace sg = kite::cpu::sgemm;
   kite::cpu::ThreadPool pool(2);
-  const int64_t m = 19, wide = 64;
   int levels = 0;
   for (sg::MicroKernel kernel : {sg::MicroKernel::kAvx2Fma, sg::MicroKernel::kAvx512}) {
     const ForcedGemmKernel forced(kernel);
@@ -1213,96 +1213,39 @@ TEST(Sgemm, LoneLastColumnHasTheBlockKernelsBits) {
     SCOPED_TRACE(kernel == sg::MicroKernel::kAvx512 ? "avx512" : "avx2");
     ++levels;
     for (int64_t k : {300, 513}) {
-      const std::vector<float> a = Random(m * k, 95), b = Random(k * wide, 96), bias = Random(m, 97);
-      const std::vector<float> c0 = Random(m * wide, 98);
+      const std::vector<float> a = Random(m * k, seed), b = Random(k * wide, seed + 1);
+      const std::vector<float> bias = Random(m, seed + 2), c0 = Random(m * wide, seed + 3);
       std::vector<float> pa(static_cast<size_t>(sg::packed_a_floats(m, k)));
       sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
-      for (int64_t n : {17, 25, 41, 49}) {  // 25, 41: on AVX2 the 8 before it in a 12x8 tile
-        const int64_t n_ref = n < 32 ? 32 : 64;
-        for (int mode = 0; mode < 5; ++mode) {  // plain, bias, accumulate, bias + Clip, Relu
+      for (int64_t n : ns) {
+        std::vector<float> tight(static_cast<size_t>(k * n));
+        for (int64_t p = 0; p < k; ++p) std::copy(&b[p * wide], &b[p * wide] + n, &tight[p * n]);
+        std::vector<float> pb(static_cast<size_t>(sg::packed_b_floats(k, n)));
+        sg::pack_b(b.data(), wide, 1, k, n, pb.data(), nullptr);
+        for (int mode = 0; mode < 5; ++mode) {
           sg::Epilogue e;
           e.kind = mode == 3 ? sg::Epilogue::kClip : mode == 4 ? sg::Epilogue::kRelu : sg::Epilogue::kNone;
           e.lo = -0.5f;
           e.hi = 0.5f;
           const float* rb = mode == 1 || mode == 3 ? bias.data() : nullptr;
           for (kite::cpu::ThreadPool* p : {static_cast<kite::cpu::ThreadPool*>(nullptr), &pool}) {
-            // The reference: n_ref columns, C rows wide apart.
-            std::vector<float> ref = c0, got = c0;
-            ASSERT_TRUE(sg::gemm_direct_b(m, n_ref, k, pa.data(), b.data(), wide, ref.data(), wide, rb,
-                                          mode == 2, p, &e));
-            ASSERT_TRUE(sg::gemm_direct_b(m, n, k, pa.data(), b.data(), wide, got.data(), wide, rb, mode == 2, p,
-                                          &e));
-            // B packed: the same bits.
-            std::vector<float> pb(static_cast<size_t>(sg::packed_b_floats(k, n))), packed = c0;
-            sg::pack_b(b.data(), wide, 1, k, n, pb.data(), nullptr);
-            sg::gemm_packed(m, n, k, pa.data(), pb.data(), packed.data(), wide, rb, mode == 2, p, &e);
-            for (int64_t i = 0; i < m; ++i) {
-              for (int64_t j = 0; j < wide; ++j) {
-                const float want = j < n ? ref[i * wide + j] : c0[i * wide + j];
-                ASSERT_EQ(std::memcmp(&got[i * wide + j], &want, sizeof(float)), 0)
-                    << "k " << k << " n " << n << " mode " << mode << (p ? " pool" : "") << " at (" << i << ","
-                    << j << "): " << got[i * wide + j] << " vs " << want;
-                ASSERT_EQ(std::memcmp(&packed[i * wide + j], &want, sizeof(float)), 0)
-                    << "packed: k " << k << " n " << n << " mode " << mode << " at (" << i << "," << j << ")";
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  if (levels == 0) GTEST_SKIP() << "a lone column is computed apart on AVX2 and AVX-512 only";
-}
-
-// A last strip of 1-8 columns under a pair of A panels goes to the AVX2
-// level's 12x8 tile (tile12x8) with the 6x16 tile's arithmetic: the
-// columns' bits are those they get among 16 (the memory budget splits
-// convolutions by columns and requires identical outputs). Tails of 4 and
-// 8 columns (196 and 200 = 6 x 32 + 8), two and three k blocks, every mode
-// (plain, bias, accumulate, Relu), B packed and read in place (rows 200
-// floats apart, whole-vector reads of the last strip but past B's end),
-// one thread and a pool.
-TEST(Sgemm, NarrowLastStripHasTheWideTilesBits) {
-  namespace sg = kite::cpu::sgemm;
-  kite::cpu::ThreadPool pool(2);
-  const int64_t m = 25, wide = 208;
-  int levels = 0;
-  for (sg::MicroKernel kernel : {sg::MicroKernel::kAvx2Fma, sg::MicroKernel::kAvx512}) {
-    const ForcedGemmKernel forced(kernel);
-    if (!forced.ok()) continue;
-    ++levels;
-    for (int64_t k : {300, 513}) {
-      const std::vector<float> a = Random(m * k, 171), b = Random(k * wide, 172), bias = Random(m, 173);
-      const std::vector<float> c0 = Random(m * wide, 174);
-      std::vector<float> pa(static_cast<size_t>(sg::packed_a_floats(m, k)));
-      sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
-      for (int64_t n : {196, 200}) {
-        // B exactly n wide too (ldb = n): its last row may not be read past n.
-        std::vector<float> tight(static_cast<size_t>(k * n));
-        for (int64_t p = 0; p < k; ++p) std::copy(&b[p * wide], &b[p * wide] + n, &tight[p * n]);
-        for (int mode = 0; mode < 4; ++mode) {
-          sg::Epilogue e;
-          e.kind = mode == 3 ? sg::Epilogue::kRelu : sg::Epilogue::kNone;
-          const float* rb = mode == 1 ? bias.data() : nullptr;
-          for (kite::cpu::ThreadPool* p : {static_cast<kite::cpu::ThreadPool*>(nullptr), &pool}) {
             std::vector<float> ref = c0, got = c0, got_tight = c0, packed = c0;
-            ASSERT_TRUE(sg::gemm_direct_b(m, wide, k, pa.data(), b.data(), wide, ref.data(), wide, rb, mode == 2,
+            EXPECT_TRUE(sg::gemm_direct_b(m, wide, k, pa.data(), b.data(), wide, ref.data(), wide, rb, mode == 2,
                                           p, &e));
-            ASSERT_TRUE(sg::gemm_direct_b(m, n, k, pa.data(), b.data(), wide, got.data(), wide, rb, mode == 2, p,
+            EXPECT_TRUE(sg::gemm_direct_b(m, n, k, pa.data(), b.data(), wide, got.data(), wide, rb, mode == 2, p,
                                           &e));
-            ASSERT_TRUE(sg::gemm_direct_b(m, n, k, pa.data(), tight.data(), n, got_tight.data(), wide, rb,
+            EXPECT_TRUE(sg::gemm_direct_b(m, n, k, pa.data(), tight.data(), n, got_tight.data(), wide, rb,
                                           mode == 2, p, &e));
-            std::vector<float> pb(static_cast<size_t>(sg::packed_b_floats(k, n)));
-            sg::pack_b(b.data(), wide, 1, k, n, pb.data(), nullptr);
             sg::gemm_packed(m, n, k, pa.data(), pb.data(), packed.data(), wide, rb, mode == 2, p, &e);
             for (int64_t i = 0; i < m; ++i) {
               for (int64_t j = 0; j < wide; ++j) {
                 const float want = j < n ? ref[i * wide + j] : c0[i * wide + j];
                 for (const std::vector<float>* v : {&got, &got_tight, &packed}) {
-                  ASSERT_EQ(std::memcmp(&(*v)[i * wide + j], &want, sizeof(float)), 0)
-                      << (v == &got ? "in place" : v == &got_tight ? "in place, ldb = n" : "packed") << ": k " << k
-                      << " n " << n << " mode " << mode << (p ? " pool" : "") << " at (" << i << "," << j
-                      << "): " << (*v)[i * wide + j] << " vs " << want;
+                  if (std::memcmp(&(*v)[i * wide + j], &want, sizeof(float)) == 0) continue;
+                  ADD_FAILURE() << (v == &got ? "in place" : v == &got_tight ? "in place, ldb = n" : "packed")
+                                << ": k " << k << " n " << n << " mode " << mode << (p ? " pool" : "") << " at ("
+                                << i << "," << j << "): " << (*v)[i * wide + j] << " vs " << want;
+                  return levels;
                 }
               }
             }
@@ -1311,7 +1254,27 @@ TEST(Sgemm, NarrowLastStripHasTheWideTilesBits) {
       }
     }
   }
-  if (levels == 0) GTEST_SKIP() << "the AVX2 and AVX-512 levels only";
+  return levels;
+}
+
+// A last column alone in its 16-lane vector (n = 17, 49 = 32 + 16 + 1) is
+// computed apart on AVX-512 and AVX2 (column_avx512, column_avx2) with the
+// block kernel's arithmetic; on AVX2 also the last of 9 (25 = 16 + 9, 41 =
+// 32 + 9), the 8 before it in a 12x8 tile.
+TEST(Sgemm, LoneLastColumnHasTheBlockKernelsBits) {
+  if (ColumnsHaveTheWholeGemmsBits(19, 64, {17, 25, 41, 49}, 95) == 0) {
+    GTEST_SKIP() << "a lone column is computed apart on AVX2 and AVX-512 only";
+  }
+}
+
+// A last strip of 1-8 columns under a pair of A panels goes to the AVX2
+// level's 12x8 tile (tile12x8) with the 6x16 tile's arithmetic: tails of 4
+// and 8 columns (196 and 200 = 6 x 32 + 8; m = 25, so a lone last row in
+// the 2x32 tile beside them).
+TEST(Sgemm, NarrowLastStripHasTheWideTilesBits) {
+  if (ColumnsHaveTheWholeGemmsBits(25, 208, {196, 200}, 171) == 0) {
+    GTEST_SKIP() << "the AVX2 and AVX-512 levels only";
+  }
 }
 
 // One row (m = 1, a fully connected layer at batch 1) from packed B goes
