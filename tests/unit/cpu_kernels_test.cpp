@@ -2015,7 +2015,11 @@ void check_winograd(const char* /*level*/) {
       {16, 7, 30, 70, 0, 2, 1, 1, 3, K::kClip, false},   // uneven pads, 2 tile rows per 16 lanes
       {4, 6, 40, 10, 1, 1, 1, 1, 1, K::kNone, true},     // 3 tiles a row: the scalar gather
       {8, 8, 128, 96, 1, 1, 1, 1, 2, K::kRelu, true},    // a block per thread
-      {64, 64, 20, 20, 1, 1, 1, 1, 2, K::kNone, true},   // threads share each step
+      {64, 64, 20, 20, 1, 1, 1, 1, 2, K::kNone, true},   // F(4x4): a share of the channels a thread
+      {24, 50, 16, 16, 1, 1, 1, 1, 2, K::kRelu, true},   // shares of 2 and 3 panel pairs, the last partial
+      {16, 40, 12, 12, 1, 1, 1, 1, 3, K::kClip, true},   // three channel shares
+      {64, 20, 20, 20, 1, 1, 1, 1, 3, K::kNone, true},   // F(4x4): 2 panel pairs, 3 threads: share each step
+      {80, 30, 12, 12, 1, 1, 1, 1, 2, K::kRelu, true},   // shares of 1 and 2 panel pairs, the last partial
       {70, 20, 40, 40, 1, 1, 1, 1, 1, K::kNone, false},  // channels past one GEMM panel block
       {3, 4, 12, 12, 2, 2, 2, 2, 2, K::kClip, true},     // pads of 2: output larger than input
   };

@@ -680,10 +680,34 @@ bool Conv::blocks_per_worker(int64_t workers) const {
   return workers > 1 && ceil_div(tiles, block) >= 2 * workers;
 }
 
-// A block per thread when run takes that path, else one.
+// Otherwise, when every thread gets a pair of A panels at least, each
+// thread takes a share of the output channels (whole pairs: the block
+// kernel's 12 rows) over every block, reading only its share of U and
+// transforming only its own GEMM outputs. Sharing every step instead, the
+// threads read each other's transformed input and GEMM outputs at each
+// step (see run for what that cost).
+bool Conv::channels_per_worker(int64_t workers) const {
+  return workers > 1 && !blocks_per_worker(workers) &&
+         ceil_div(out_channels, 2 * sgemm::kMR) >= workers;
+}
+
+int64_t Conv::share_floats(int64_t workers) const {
+  return point_count * ceil_div(ceil_div(out_channels, 2 * sgemm::kMR), workers) * 2 * sgemm::kMR * block;
+}
+
+int64_t Conv::rows_share(int64_t workers, int64_t w, int64_t* m0) const {
+  const int64_t pairs = ceil_div(out_channels, 2 * sgemm::kMR);
+  *m0 = pairs * w / workers * 2 * sgemm::kMR;
+  return std::min(out_channels, pairs * (w + 1) / workers * 2 * sgemm::kMR) - *m0;
+}
+
 int64_t Conv::workspace_floats(int threads) const {
   const int64_t workers = std::max(1, threads);
-  return (blocks_per_worker(workers) ? workers : 1) * block_floats();
+  if (blocks_per_worker(workers)) return workers * block_floats();  // a block each
+  if (!channels_per_worker(workers)) return block_floats();         // one, shared
+  // The transformed input, shared, and the largest share's GEMM outputs
+  // for each thread.
+  return point_count * v_floats() + workers * share_floats(workers);
 }
 
 namespace {
@@ -700,14 +724,9 @@ void each(ThreadPool* pool, int64_t n, int64_t min_chunk, F&& fn) {
 
 }  // namespace
 
-void Conv::run_block(int64_t t0, int64_t n, const float* x, const float* u, const float* bias,
-                     const sgemm::Epilogue& epilogue, float* y, float* scratch,
-                     ThreadPool* pool) const {
+void Conv::transform_input(int64_t t0, int64_t n, const float* x, float* v, ThreadPool* pool) const {
   const Level fns = level(tile);
-  float* v = scratch;
-  float* mb = scratch + point_count * v_floats();
-  const int64_t in_plane = in_h * in_w, out_plane = out_h * out_w;
-  const int64_t u_point = sgemm::packed_a_floats(out_channels, channels);
+  const int64_t in_plane = in_h * in_w;
   const int64_t groups = ceil_div(n, kLanes);
   each(pool, channels * groups, 4, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
@@ -716,19 +735,39 @@ void Conv::run_block(int64_t t0, int64_t n, const float* x, const float* u, cons
                 v_floats());
     }
   });
+}
+
+void Conv::multiply_and_output(int64_t t0, int64_t n, int64_t m0, int64_t rows, const float* u,
+                               const float* bias, const sgemm::Epilogue& epilogue, float* y,
+                               const float* v, float* mb, ThreadPool* pool) const {
+  const Level fns = level(tile);
+  const int64_t out_plane = out_h * out_w;
+  const int64_t u_point = sgemm::packed_a_floats(out_channels, channels);
+  const float* u_rows = u + m0 * channels;  // m0: whole panels of kMR rows
+  const int64_t m_point = rows * block;      // the GEMM outputs of one point
+  const int64_t groups = ceil_div(n, kLanes);
   each(pool, point_count, 1, [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
-      sgemm::gemm_packed(out_channels, n, channels, u + p * u_point, v + p * v_floats(),
-                         mb + p * m_floats(), block, nullptr, false, nullptr);
+      sgemm::gemm_packed(rows, n, channels, u_rows + p * u_point, v + p * v_floats(),
+                         mb + p * m_point, block, nullptr, false, nullptr);
     }
   });
-  each(pool, out_channels * groups, 4, [&](int64_t b, int64_t e) {
+  each(pool, rows * groups, 4, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      const int64_t m = i / groups, col = i % groups * kLanes;
-      fns.output(*this, mb + m * block + col, m_floats(), t0 + col, std::min(kLanes, n - col),
+      const int64_t r = i / groups, col = i % groups * kLanes, m = m0 + r;
+      fns.output(*this, mb + r * block + col, m_point, t0 + col, std::min(kLanes, n - col),
                  bias ? bias[m] : 0.0f, epilogue, y + m * out_plane);
     }
   });
+}
+
+void Conv::run_block(int64_t t0, int64_t n, const float* x, const float* u, const float* bias,
+                     const sgemm::Epilogue& epilogue, float* y, float* scratch,
+                     ThreadPool* pool) const {
+  float* v = scratch;
+  transform_input(t0, n, x, v, pool);
+  multiply_and_output(t0, n, 0, out_channels, u, bias, epilogue, y, v, v + point_count * v_floats(),
+                      pool);
 }
 
 void Conv::run(const float* x, const float* u, const float* bias, const sgemm::Epilogue& epilogue,
@@ -752,6 +791,34 @@ void Conv::run(const float* x, const float* u, const float* bias, const sgemm::E
       const int64_t t0 = b * tiles / blocks, t1 = (b + 1) * tiles / blocks;
       run_block(t0, t1 - t0, x, u, bias, epilogue, y, workspace + s * block_floats(), nullptr);
     });
+    return;
+  }
+  if (channels_per_worker(workers)) {
+    // The threads share each block's input transform, then each runs the
+    // GEMMs and the output transform of its share of the output channels
+    // on its own scratch. Sharing those steps too, each thread read half
+    // of the GEMMs' inputs and of the output transform's inputs from the
+    // other. Measured on a Zen 2 host, 2 threads, four 3x3 layers c -> c
+    // on h x w (sharing every step / channel shares), vCPUs ~220 ns apart:
+    // c 256 on 14x14 2.90 -> 2.63 ms, 128 on 14x14 0.98 -> 0.93, 64 on
+    // 13x13 0.41 -> 0.43, 48 on 13x13 0.29 -> 0.29, squeezenet1_1's fire
+    // modules 9-12 (48 or 64 -> 192 or 256 on 13x13) 1.68 -> 1.49; 30 ns
+    // apart: 256 on 14x14 2.60 -> 2.50, 48 on 13x13 0.167 -> 0.170, fire
+    // modules 9-12 1.01 -> 0.96. (Each thread transforming the input
+    // itself, with no barrier, ran those fire modules in 1.43 ms with the
+    // vCPUs far apart but 1.05-1.5 near, and c 256 in 3.43.)
+    float* v = workspace;
+    float* shares = workspace + point_count * v_floats();
+    for (int64_t t = 0; t < tiles; t += block) {
+      const int64_t n = std::min(block, tiles - t);
+      transform_input(t, n, x, v, &pool);
+      pool.for_each_task(workers, workers, [&](int64_t s, int64_t w) {
+        int64_t m0 = 0;
+        const int64_t rows = rows_share(workers, w, &m0);
+        multiply_and_output(t, n, m0, rows, u, bias, epilogue, y, v, shares + s * share_floats(workers),
+                            nullptr);
+      });
+    }
     return;
   }
   // Few tiles (many channels, a small image): the threads share each step.

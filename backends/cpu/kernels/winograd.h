@@ -85,10 +85,25 @@ class Conv {
   // Whether a run on `workers` threads gives each whole blocks of tiles
   // (and scratch of its own), rather than sharing each step of each block.
   bool blocks_per_worker(int64_t workers) const;
+  // Else whether each thread takes a share of the output channels.
+  bool channels_per_worker(int64_t workers) const;
+  // Thread w's share of the output channels: *m0 (whole pairs of A panels)
+  // and the count returned.
+  int64_t rows_share(int64_t workers, int64_t w, int64_t* m0) const;
+  // The GEMM outputs of the largest share.
+  int64_t share_floats(int64_t workers) const;
   // The n (<= block) tiles from t0: input transform, GEMMs, output
   // transform, each split across pool (null: on the calling thread).
   void run_block(int64_t t0, int64_t n, const float* x, const float* u, const float* bias,
                  const sgemm::Epilogue& epilogue, float* y, float* scratch, ThreadPool* pool) const;
+  // Its steps: the transformed input of the tiles into v (points *
+  // v_floats()); then output channels m0 .. m0 + rows - 1 (m0 a multiple
+  // of sgemm::kMR): the GEMMs into mb (points * rows * block) and the
+  // output transform into y.
+  void transform_input(int64_t t0, int64_t n, const float* x, float* v, ThreadPool* pool) const;
+  void multiply_and_output(int64_t t0, int64_t n, int64_t m0, int64_t rows, const float* u,
+                           const float* bias, const sgemm::Epilogue& epilogue, float* y, const float* v,
+                           float* mb, ThreadPool* pool) const;
 };
 
 }  // namespace kite::cpu::winograd
