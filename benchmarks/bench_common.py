@@ -6,6 +6,7 @@ A benchmark imports it from its own folder (Python puts a script's folder
 first on sys.path). Importing it needs only the standard library.
 """
 import os
+import re
 import subprocess
 import sys
 import time
@@ -36,6 +37,12 @@ def core_latency(tool_dir):
             r = subprocess.run([p], capture_output=True, text=True)
             return r.stdout.strip() or "core-to-core: unknown (no output)"
     return "core-to-core: unknown (kite-core-latency not built)"
+
+
+def core_latency_ns(tool_dir):
+    """core_latency's nanoseconds as an int, or None where unknown."""
+    m = re.search(r"core-to-core: (\d+) ns", core_latency(tool_dir))
+    return int(m.group(1)) if m else None
 
 
 def time_calls(fn, warmup, iterations):

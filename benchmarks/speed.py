@@ -84,7 +84,7 @@ import tempfile
 import numpy as np
 import onnxruntime as ort
 
-from bench_common import core_latency, describe_cpu, ensure_venv, find_tool, seeded_feeds, time_calls
+from bench_common import core_latency, core_latency_ns, describe_cpu, ensure_venv, find_tool, seeded_feeds, time_calls
 
 MODEL_SET = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
              "squeezenet1_1", "shufflenet_v2_x1_0", "convnext_tiny", "vit_small",
@@ -562,14 +562,21 @@ def run_all(args, ctx, threads, models, peer_names):
     hdr += (f" {'kite/ort':>8}" if best_col else "") + f" {'kite/best':>9} {'best':>5}"
     if args.check_binding and kite_mod:
         hdr += f" {'kite-run p50':>12}"
+    # Core-to-core latency (ns) just before and after each model's rounds:
+    # the hypervisor moves the vCPUs between one core complex (~30) and two
+    # (~200 and more) every few minutes, and 2-thread times follow it.
+    hdr += f" {'c2c ns':>9}"
     print(hdr)
     for name in models:
         onnx_path = os.path.join(args.models_dir, name + ".onnx")
         if not os.path.exists(onnx_path):
             print(f"{name:20} missing: {onnx_path}")
             continue
+        c2c_before = core_latency_ns(tool_dir)
         rows, kite_path, feeds = measure(name, onnx_path, threads, ctx, args, args.iterations)
+        c2c = [c2c_before, core_latency_ns(tool_dir)]
         for row in rows:
+            row["core_latency_ns"] = c2c
             t = row["threads"]
             line = f"{name:20} {t:3d} {cell(row, 'kite')}" + "".join(f" {cell(row, p)}" for p in peer_names)
             if best_col:
@@ -580,6 +587,7 @@ def run_all(args, ctx, threads, models, peer_names):
                 os.makedirs(kr.workdir, exist_ok=True)
                 row["kite_run_p50_ms"] = kr.p50(feeds, args.warmup, args.iterations)
                 line += f" {row['kite_run_p50_ms']:12.2f}"
+            line += " " + f"{'/'.join('?' if v is None else str(v) for v in c2c):>9}"
             print(line, flush=True)
         # Why an engine was not timed, once per model unless it differs by thread count.
         for eng in ["kite"] + peers.timed():
