@@ -49,7 +49,9 @@ it is not negligible, so read that row with it in mind).
 
 Method: per model, sessions are made once per engine and thread count; then
 --rounds rounds, each timing every (threads, engine) pair for --iterations
-runs after --warmup runs, the engines' order rotated from round to round so
+runs after --warmup runs (more runs for a model whose single run is short:
+enough for --min-time-ms of timed work at onnxruntime's 1-thread speed, the
+same count for every engine), the engines' order rotated from round to round so
 none always runs first (on a warmer or cooler core); per pair the smallest
 p50 over the rounds is kept. Before timing, each engine's outputs on the same
 seeded inputs are compared with the reference (onnxruntime, which the model
@@ -80,6 +82,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 import onnxruntime as ort
@@ -385,9 +388,10 @@ def measure(name, onnx_path, threads, ctx, args, iterations):
         files["mnn"] = convert_mnn(peers.python, onnx_path, ctx.peer_dir, name)
     if "ncnn" in peers.remote():
         files["ncnn"] = convert_ncnn(peers.pnnx, onnx_path, ctx.peer_dir, name, feeds)
-    engines, status, notes, ref = {}, {}, {}, None
+    engines, status, notes, ref, ort_first = {}, {}, {}, None, None
     for t in threads:
         o = OrtEngine(onnx_path, t)
+        ort_first = ort_first or o
         ref = o.run(feeds) if ref is None else ref
         engines[t] = []
         if kite_why:
@@ -424,6 +428,17 @@ def measure(name, onnx_path, threads, ctx, args, iterations):
                     notes[(t, peer)] = "timed, but past the model set's tolerance: " + near
             except Exception as e:  # mnn/ncnn cannot load or run what their converter made
                 status[(t, peer)] = f"FAILED: {e}"
+    # Runs a round: --iterations, or more where they would take under
+    # --min-time-ms (the smallest models run in 0.1-0.3 ms, and 20 runs of
+    # them gave p50s that moved by a third between rounds). Estimated from
+    # onnxruntime's session at the fewest threads, the same for every
+    # engine.
+    if args.min_time_ms > 0 and ort_first is not None:
+        t0 = time.perf_counter()
+        for _ in range(3):
+            ort_first.run(feeds)
+        single_ms = (time.perf_counter() - t0) * 1000.0 / 3
+        iterations = max(iterations, int(math.ceil(args.min_time_ms / max(single_ms, 1e-3))))
     best = {}
     for r in range(args.rounds):
         for t in threads:
@@ -445,7 +460,7 @@ def measure(name, onnx_path, threads, ctx, args, iterations):
                     pass
     rows = []
     for t in threads:
-        row = {"model": name, "threads": t}
+        row = {"model": name, "threads": t, "iterations": iterations}
         for eng in ["kite"] + peers.names:
             row[f"{eng}_p50_ms"] = best.get((t, eng))
             row[f"{eng}_status"] = (peers.unavailable.get(eng) and "unavailable: " + peers.unavailable[eng]) \
@@ -481,6 +496,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--min-time-ms", type=float, default=50.0,
+                    help="time at least this much a (threads, engine) pair and round: "
+                         "more iterations for models faster than min-time / iterations")
     ap.add_argument("--peers", default=",".join(PEERS),
                     help="engines to compare Kite with, of " + ",".join(PEERS) +
                          " (default all; one that cannot be installed is reported, not timed)")
@@ -546,7 +564,8 @@ def run_all(args, ctx, threads, models, peer_names):
                 "portable") if cap in ("avx512", "avx2") else "portable"
     print(f"Kite SGEMM kernel by its dispatch rule: {pick} (KITE_CPU_SGEMM={cap})")
     print(f"method: {args.rounds} rounds, engine order rotated per round, "
-          f"{args.warmup} warmup + {args.iterations} timed runs, smallest p50 (ms) kept")
+          f"{args.warmup} warmup + {args.iterations} timed runs (more where those take under "
+          f"{args.min_time_ms:g} ms), smallest p50 (ms) kept")
 
     trivial = os.path.join(ctx.work, "relu_1x16.onnx")
     trivial_model(trivial)
