@@ -86,20 +86,29 @@ constexpr float kErfP = 0.3275911f;
 constexpr float kErfA1 = 0.254829592f, kErfA2 = -0.284496736f, kErfA3 = 1.421413741f,
                 kErfA4 = -1.453152027f, kErfA5 = 1.061405429f;
 
+// erf(z) = z P(z^2) / Q(z^2) for |z| <= kErfClamp (erf(4) rounds to 1 in
+// float), the rational minimax fit XLA and Eigen use for float erf:
+// within 6.5e-8 of erf in exact arithmetic.
+constexpr float kErfClamp = 4.0f;
+constexpr float kErfNum[7] = {-2.72614225801306e-10f, 2.77068142495902e-08f, -2.10102402082508e-06f,
+                              -5.69250639462346e-05f, -7.34990630326855e-04f, -2.95459980854025e-03f,
+                              -1.60960333262415e-02f};
+constexpr float kErfDen[5] = {-1.45660718464996e-05f, -2.13374055278905e-04f, -1.68282697438203e-03f,
+                              -7.37332916720468e-03f, -1.42647390514189e-02f};
+
 inline F4 gelu4(F4 x) {
   const F4 z = x * 0.7071067811865476f;
-  const I4 negative = z < 0.0f;
-  const F4 az = select(negative, -z, z);
-  const F4 t = 1.0f / (1.0f + kErfP * az);
-  F4 poly = splat(kErfA5);
-  poly = poly * t + kErfA4;
-  poly = poly * t + kErfA3;
-  poly = poly * t + kErfA2;
-  poly = poly * t + kErfA1;
-  poly = poly * t;
-  const F4 e = 1.0f - poly * exp4(-(az * az));  // erf(|z|)
-  const F4 erf = select(negative, -e, e);
-  return 0.5f * x * (1.0f + erf);
+  F4 zc = select(z < -kErfClamp, splat(-kErfClamp), z);  // a NaN z passes
+  zc = select(zc > kErfClamp, splat(kErfClamp), zc);
+  const F4 z2 = zc * zc;
+  F4 p = splat(kErfNum[0]), q = splat(kErfDen[0]);
+  for (int i = 1; i < 7; ++i) p = p * z2 + kErfNum[i];
+  for (int i = 1; i < 5; ++i) q = q * z2 + kErfDen[i];
+  F4 erf = zc * p / q;
+  erf = select(erf < -1.0f, splat(-1.0f), erf);
+  erf = select(erf > 1.0f, splat(1.0f), erf);
+  const F4 half = 0.5f * x;
+  return half * erf + half;
 }
 
 // out[i] = f(in[i]) four lanes at a time; the tail goes through the same
@@ -429,29 +438,24 @@ __attribute__((target("avx2,fma"), always_inline)) inline void sigmoid8_n(__m256
 // gelu16's steps at 8 lanes (a division for t, as sigmoid8).
 template <int N>
 __attribute__((target("avx2,fma"), always_inline)) inline void gelu8_n(__m256* x) {
-  const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
-  __m256 negative[N], az[N], t[N], poly[N], e[N], scale[N];
+  __m256 zc[N], z2[N], p[N], q[N];
 #pragma GCC unroll 4
   for (int j = 0; j < N; ++j) {
     const __m256 z = _mm256_mul_ps(x[j], _mm256_set1_ps(0.7071067811865476f));
-    negative[j] = _mm256_cmp_ps(z, zero, _CMP_LT_OQ);
-    az[j] = _mm256_blendv_ps(z, _mm256_sub_ps(zero, z), negative[j]);
-    t[j] = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(kErfP), az[j], one));
-    e[j] = _mm256_fnmadd_ps(az[j], az[j], zero);  // -(az^2), rounded once
+    // max_ps(c, z) is c > z ? c : z, so a NaN z passes (and min_ps's).
+    zc[j] = _mm256_min_ps(_mm256_set1_ps(kErfClamp), _mm256_max_ps(_mm256_set1_ps(-kErfClamp), z));
+    z2[j] = _mm256_mul_ps(zc[j], zc[j]);
+    p[j] = _mm256_set1_ps(kErfNum[0]);
+    q[j] = _mm256_set1_ps(kErfDen[0]);
   }
-  exp8_n<N>(e, scale);
-#pragma GCC unroll 4
-  for (int j = 0; j < N; ++j) poly[j] = _mm256_set1_ps(kErfA5);
-  horner8_n<N>(poly, t, kErfA4);
-  horner8_n<N>(poly, t, kErfA3);
-  horner8_n<N>(poly, t, kErfA2);
-  horner8_n<N>(poly, t, kErfA1);
+  for (int i = 1; i < 7; ++i) horner8_n<N>(p, z2, kErfNum[i]);
+  for (int i = 1; i < 5; ++i) horner8_n<N>(q, z2, kErfDen[i]);
 #pragma GCC unroll 4
   for (int j = 0; j < N; ++j) {
-    const __m256 pt = _mm256_mul_ps(poly[j], t[j]);
-    const __m256 ee = _mm256_fnmadd_ps(pt, _mm256_mul_ps(e[j], scale[j]), one);
-    const __m256 erf = _mm256_blendv_ps(ee, _mm256_sub_ps(zero, ee), negative[j]);
-    x[j] = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x[j]), _mm256_add_ps(one, erf));
+    __m256 erf = _mm256_div_ps(_mm256_mul_ps(zc[j], p[j]), q[j]);
+    erf = _mm256_min_ps(_mm256_set1_ps(1.0f), _mm256_max_ps(_mm256_set1_ps(-1.0f), erf));
+    const __m256 half = _mm256_mul_ps(_mm256_set1_ps(0.5f), x[j]);
+    x[j] = _mm256_fmadd_ps(half, erf, half);
   }
 }
 
