@@ -25,6 +25,7 @@
 #include "kite/abi/node.h"
 #include "kite/abi/plugin.h"
 #include "kite/ops/op_node.h"
+#include "run_mode.h"
 #include "thread_pool.h"
 
 namespace kite::cpu {
@@ -41,6 +42,9 @@ struct Options {
   // convolution's rounding does not depend on its image size (a banded
   // convolution under a memory budget then equals the whole one bit for bit).
   bool winograd = true;
+  // adaptive=0: every run spreads its kernels over the threads; else small
+  // models' runs are timed both ways and go the faster (run_mode.h).
+  bool adaptive = true;
 };
 
 struct Backend {
@@ -48,6 +52,9 @@ struct Backend {
   Options options;
   Workspace workspace;  // scratch shared by this instance's kernels (the host allocates it)
   ThreadPool pool;
+  RunModeChooser run_mode;
+  bool timing_run = false;  // begin_run chose a mode and started the clock
+  std::chrono::steady_clock::time_point run_start;
 };
 
 using kite::abi::fail;
@@ -262,6 +269,12 @@ kite_status cpu_create2(void* /*device*/, const kite_backend_create_info* info, 
                         "option winograd=" + value + ": expected 0 or 1");
           }
           options.winograd = value == "1";
+        } else if (key == "adaptive") {
+          if (value != "0" && value != "1") {
+            return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT,
+                        "option adaptive=" + value + ": expected 0 or 1");
+          }
+          options.adaptive = value == "1";
         } else if (key == "fused") {
           if (value != "0" && value != "1") {
             return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "option fused=" + value + ": expected 0 or 1");
@@ -269,7 +282,7 @@ kite_status cpu_create2(void* /*device*/, const kite_backend_create_info* info, 
           options.fused = value == "1";
         } else {
           return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT,
-                      "unknown option '" + key + "' (the CPU backend knows threads=N, fused=0|1, winograd=0|1)");
+                      "unknown option '" + key + "' (the CPU backend knows threads=N, fused=0|1, winograd=0|1, adaptive=0|1)");
         }
       }
     }
@@ -472,6 +485,35 @@ kite_status cpu_execute(void* backend, void* kernel, char* err, size_t err_size)
   }
 }
 
+// Around every run: whether its kernels spread over the threads or stay on
+// the caller (run_mode.h), and its time. Not with one thread, nor while
+// profiling (each kernel's time then is its spread one), nor adaptive=0.
+kite_status cpu_begin_run(void* backend, char* err, size_t err_size) {
+  if (!backend) return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "backend is NULL");
+  Backend* b = static_cast<Backend*>(backend);
+  b->timing_run = b->pool.size() > 1 && b->options.adaptive && !b->options.profile &&
+                  !b->run_mode.settled_spread();
+  if (!b->timing_run) {
+    b->pool.set_inline(false);
+    return KITE_OK;
+  }
+  b->pool.set_inline(b->run_mode.next_inline());
+  b->run_start = std::chrono::steady_clock::now();
+  return KITE_OK;
+}
+
+kite_status cpu_end_run(void* backend, char* err, size_t err_size) {
+  if (!backend) return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "backend is NULL");
+  Backend* b = static_cast<Backend*>(backend);
+  if (b->timing_run) {
+    b->run_mode.record(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - b->run_start)
+                           .count());
+    b->timing_run = false;
+  }
+  return KITE_OK;
+}
+
 void cpu_release(void* /*backend*/, void* kernel) { delete static_cast<PreparedKernel*>(kernel); }
 
 kite_status cpu_kernel_time(void* backend, void* kernel, uint64_t* out_ns) {
@@ -495,6 +537,8 @@ kite_backend_api make_api() {
   api.workspace_size = cpu_workspace_size;
   api.bind = cpu_bind;
   api.kernel_time = cpu_kernel_time;
+  api.begin_run = cpu_begin_run;
+  api.end_run = cpu_end_run;
   return api;
 }
 

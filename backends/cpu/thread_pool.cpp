@@ -75,7 +75,7 @@ void ThreadPool::run_chunks(int64_t n, int64_t chunk, int64_t participants, void
   const int64_t threads = size();
   participants = std::min(participants, threads);
   const int64_t chunks = (n + chunk - 1) / chunk;
-  if (participants <= 1 || chunks == 1) {
+  if (participants <= 1 || chunks == 1 || inline_) {
     fn(ctx, 0, 0, n);
     return;
   }

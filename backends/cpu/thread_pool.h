@@ -46,6 +46,16 @@ class ThreadPool {
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
+  // While set, every job runs on the caller, all its chunks in one call as
+  // with one thread (slice 0 for for_each_task), and the workers, finding
+  // no job, go to sleep after kSpin. size() is unchanged, so kernels cut
+  // their work as for size() threads; run on one thread, each chunk
+  // computes what it would have on its own, so the values are the same
+  // bits either way (a kernel's chunks never depend on which thread runs
+  // them). For runs too small to gain from a second core (RunModeChooser).
+  void set_inline(bool on) { inline_ = on; }
+  bool is_inline() const { return inline_; }
+
   // Calls fn(begin, end) over chunks covering [0, n); chunks are at least
   // min_chunk long. Runs inline when n is small or the pool has one thread.
   // Not reentrant: fn must not call parallel_for on the same pool, and one
@@ -115,6 +125,7 @@ class ThreadPool {
   std::atomic<int64_t> job_chunk_{0};
   std::atomic<int64_t> job_chunks_{0};
   std::atomic<bool> stop_{false};
+  bool inline_ = false;  // the caller's alone: set_inline
   // Counted up by every chunk's end, on a line of its own: on the line of
   // the job's fields, each count took the line from under the threads
   // about to read them for their next claim.

@@ -46,6 +46,7 @@
 #include "kite/abi/node.h"
 #include "kite/backend.h"
 #include "kite/ops/op_node.h"
+#include "run_mode.h"
 
 namespace {
 
@@ -1158,6 +1159,91 @@ TEST(ThreadPool, UsesWorkersAndSingleThreadRunsInline) {
     });
   }
   EXPECT_GE(seen.size(), 2u);
+}
+
+// set_inline: every job on the caller, one call over the whole range (slice
+// 0 for every task), size() unchanged; cleared, the workers take chunks
+// again.
+TEST(ThreadPool, InlineRunsEveryJobOnTheCaller) {
+  kite::cpu::ThreadPool pool(2);
+  const auto caller = std::this_thread::get_id();
+  pool.set_inline(true);
+  EXPECT_TRUE(pool.is_inline());
+  EXPECT_EQ(pool.size(), 2);
+  int calls = 0;
+  pool.parallel_for(1000, 1, [&](int64_t b, int64_t e) {
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    EXPECT_EQ(b, 0);
+    EXPECT_EQ(e, 1000);
+    ++calls;
+  });
+  EXPECT_EQ(calls, 1);
+  std::vector<int> tasks(37, 0);
+  pool.for_each_task(2, 37, [&](int64_t slice, int64_t t) {
+    EXPECT_EQ(slice, 0);
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    ++tasks[static_cast<size_t>(t)];
+  });
+  EXPECT_EQ(std::count(tasks.begin(), tasks.end(), 1), 37);
+  pool.set_inline(false);
+  std::mutex m;
+  std::vector<std::thread::id> seen;
+  for (int round = 0; round < 50 && seen.size() < 2; ++round) {
+    pool.parallel_for(64, 1, [&](int64_t, int64_t) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      std::lock_guard<std::mutex> lock(m);
+      if (std::find(seen.begin(), seen.end(), std::this_thread::get_id()) == seen.end()) {
+        seen.push_back(std::this_thread::get_id());
+      }
+    });
+  }
+  EXPECT_EQ(seen.size(), 2u);
+}
+
+// RunModeChooser's schedule, fed made-up run times: the first run spread and
+// not counted, a block spread, a block on the caller, then the faster way
+// with a block the other way in every kProbeEvery runs; the runs just after
+// a change of way not counted; slow spread runs settle on spread for good.
+TEST(RunModeChooser, KeepsTheFasterWayAndProbesTheOther) {
+  using kite::cpu::RunModeChooser;
+  constexpr int64_t B = RunModeChooser::kBlock, P = RunModeChooser::kProbeEvery;
+  // spread_ns / inline_ns: the times the runs take each way.
+  auto schedule = [](int64_t spread_ns, int64_t inline_ns, int64_t runs, int64_t first_slow_ns) {
+    RunModeChooser c;
+    std::vector<bool> ways;
+    for (int64_t r = 0; r < runs; ++r) {
+      const bool way = c.next_inline();
+      ways.push_back(way);
+      // The first run after a change costs much more; it must not count.
+      const bool changed = r > 0 && ways[static_cast<size_t>(r - 1)] != way;
+      c.record(changed ? first_slow_ns : way ? inline_ns : spread_ns);
+    }
+    return ways;
+  };
+  // The caller alone is faster (far placement): inline from the trials on,
+  // spread only in the first run, the trial block and each probe block.
+  std::vector<bool> w = schedule(200000, 120000, 3 * P, 10000000);
+  EXPECT_FALSE(w[0]);
+  for (int64_t r = 1; r <= B; ++r) EXPECT_FALSE(w[static_cast<size_t>(r)]) << r;
+  for (int64_t r = B + 1; r <= 2 * B; ++r) EXPECT_TRUE(w[static_cast<size_t>(r)]) << r;
+  for (int64_t r = 2 * B + 1; r < 3 * P; ++r) {
+    const bool probe = r % P < B;
+    EXPECT_EQ(w[static_cast<size_t>(r)], !probe) << r;
+  }
+  // Spread is faster (near placement): spread but for the trial and probe blocks.
+  w = schedule(95000, 110000, 3 * P, 10000000);
+  for (int64_t r = 2 * B + 1; r < 3 * P; ++r) {
+    const bool probe = r % P < B;
+    EXPECT_EQ(w[static_cast<size_t>(r)], probe) << r;
+  }
+  // Spread runs over kMaxSpreadNs: spread always, the trials cut short.
+  RunModeChooser big;
+  for (int r = 0; r < 200; ++r) {
+    const bool way = big.next_inline();
+    EXPECT_FALSE(way) << r;
+    big.record(RunModeChooser::kMaxSpreadNs + 1);
+  }
+  EXPECT_TRUE(big.settled_spread());
 }
 
 // ===========================================================================

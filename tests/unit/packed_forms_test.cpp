@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -143,7 +144,7 @@ struct Session {
   std::vector<uint8_t> bytes;
   kite_status created = KITE_ERROR_INTERNAL;
   std::string error;
-  explicit Session(const Model& in, const char* winograd = nullptr) {
+  explicit Session(const Model& in, const char* winograd = nullptr, int threads = 0) {
     Model m = in;
     std::string err;
     if (m.plan.offsets.size() != m.tensors.size()) kite::memory::plan_memory(&m, 256, &err);
@@ -155,6 +156,10 @@ struct Session {
     kite_session_options_create(&options);
     kite_session_options_set_backends(options, "cpu");
     if (winograd) kite_session_options_set_backend_option(options, "cpu", "winograd", winograd);
+    if (threads > 0) {
+      kite_session_options_set_threads(options, threads);
+      kite_session_options_set_poison(options, 1);  // a value a run skips is NaN, not the last run's
+    }
     created = kite_session_create(model, options, &session);
     if (created != KITE_OK) error = kite_last_error();
   }
@@ -423,6 +428,37 @@ TEST(PackedFormsLoader, RefusesDuplicateAndUnprintableKeys) {
 std::vector<uint8_t> read_file(const std::string& name) {
   std::ifstream f(std::string(KITE_SOURCE_DIR) + "/tests/data/" + name, std::ios::binary);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+// A 2-thread session's small runs go spread over the threads or all on the
+// caller, whichever its timings say is faster (cpu_backend.cpp, run_mode.h:
+// the first block of runs spread, the next on the caller), so both ways
+// must give the bits of a 1-thread session, run after run: kernels whose
+// chunks are cut by pixels, by channels, by Winograd blocks or channel
+// shares, by depthwise channel blocks, and a MatMul.
+TEST(ThreadCount, TwoThreadRunsEitherWayHaveOneThreadsBits) {
+  std::vector<OneNode> cases;
+  const kite::ir::Attr pads = ints_attr("pads", {1, 1, 1, 1});
+  cases.push_back({"Conv", {1, 16, 56, 56}, {32, 16, 3, 3}, {32}, {1, 32, 56, 56}, {pads}});
+  cases.push_back({"Conv", {1, 64, 13, 13}, {64, 64, 3, 3}, {64}, {1, 64, 13, 13}, {pads}});
+  cases.push_back({"Conv", {1, 64, 28, 28}, {64, 64, 1, 1}, {64}, {1, 64, 28, 28}, {}});
+  cases.push_back({"Conv", {1, 64, 14, 14}, {96, 64, 1, 1}, {96}, {1, 96, 14, 14}, {}});
+  cases.push_back({"Conv", {1, 96, 28, 28}, {96, 1, 3, 3}, {96}, {1, 96, 28, 28}, {pads, int_attr("group", 96)}});
+  cases.push_back({"MatMul", {1, 197, 96}, {96, 64}, {}, {1, 197, 64}, {}});
+  for (const OneNode& c : cases) {
+    SCOPED_TRACE(label(c));
+    const Model m = one_node_model(c);
+    Session one(m, nullptr, 1), two(m, nullptr, 2);
+    ASSERT_EQ(one.created, KITE_OK) << one.error;
+    ASSERT_EQ(two.created, KITE_OK) << two.error;
+    const std::vector<float> x = ramp(static_cast<size_t>(numel(c.x)), 5);
+    const size_t out = static_cast<size_t>(numel(c.y));
+    const std::vector<float> want = one.run(x, out);
+    for (int r = 0; r < 40; ++r) {
+      const std::vector<float> got = two.run(x, out);
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), out * sizeof(float)), 0) << "run " << r;
+    }
+  }
 }
 
 TEST(FormatVersions, Format10And11FilesLoadAndAgree) {
