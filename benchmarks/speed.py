@@ -50,8 +50,8 @@ it is not negligible, so read that row with it in mind).
 Method: per model, sessions are made once per engine and thread count; then
 --rounds rounds, each timing every (threads, engine) pair for --iterations
 runs after --warmup runs (more runs for a model whose single run is short:
-enough for --min-time-ms of timed work at onnxruntime's 1-thread speed, the
-same count for every engine), the engines' order rotated from round to round so
+enough for --min-time-ms of timed work at onnxruntime's speed on the fewest
+threads asked for, the same count for every engine), the engines' order rotated from round to round so
 none always runs first (on a warmer or cooler core); per pair the smallest
 p50 over the rounds is kept. Before timing, each engine's outputs on the same
 seeded inputs are compared with the reference (onnxruntime, which the model
@@ -82,7 +82,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import onnxruntime as ort
@@ -433,11 +432,8 @@ def measure(name, onnx_path, threads, ctx, args, iterations):
     # them gave p50s that moved by a third between rounds). Estimated from
     # onnxruntime's session at the fewest threads, the same for every
     # engine.
-    if args.min_time_ms > 0 and ort_first is not None:
-        t0 = time.perf_counter()
-        for _ in range(3):
-            ort_first.run(feeds)
-        single_ms = (time.perf_counter() - t0) * 1000.0 / 3
+    if args.min_time_ms > 0:
+        single_ms = time_calls(lambda: ort_first.run(feeds), 0, 3)
         iterations = max(iterations, int(math.ceil(args.min_time_ms / max(single_ms, 1e-3))))
     best = {}
     for r in range(args.rounds):

@@ -1142,15 +1142,12 @@ TEST(ThreadPool, ForEachTaskRunsOwnShareThenStealsFromTheBack) {
   EXPECT_EQ(by_worker, (std::vector<int64_t>{3}));
 }
 
-TEST(ThreadPool, UsesWorkersAndSingleThreadRunsInline) {
-  kite::cpu::ThreadPool one(1);
-  const auto caller = std::this_thread::get_id();
-  one.parallel_for(1000, 1, [&](int64_t, int64_t) { EXPECT_EQ(std::this_thread::get_id(), caller); });
-  kite::cpu::ThreadPool four(4);
+// How many threads ran chunks of up to 50 jobs of slow chunks (stops at 2).
+size_t threads_that_ran(kite::cpu::ThreadPool& pool) {
   std::mutex m;
   std::vector<std::thread::id> seen;
   for (int round = 0; round < 50 && seen.size() < 2; ++round) {
-    four.parallel_for(64, 1, [&](int64_t, int64_t) {
+    pool.parallel_for(64, 1, [&](int64_t, int64_t) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
       std::lock_guard<std::mutex> lock(m);
       if (std::find(seen.begin(), seen.end(), std::this_thread::get_id()) == seen.end()) {
@@ -1158,7 +1155,15 @@ TEST(ThreadPool, UsesWorkersAndSingleThreadRunsInline) {
       }
     });
   }
-  EXPECT_GE(seen.size(), 2u);
+  return seen.size();
+}
+
+TEST(ThreadPool, UsesWorkersAndSingleThreadRunsInline) {
+  kite::cpu::ThreadPool one(1);
+  const auto caller = std::this_thread::get_id();
+  one.parallel_for(1000, 1, [&](int64_t, int64_t) { EXPECT_EQ(std::this_thread::get_id(), caller); });
+  kite::cpu::ThreadPool four(4);
+  EXPECT_GE(threads_that_ran(four), 2u);
 }
 
 // set_inline: every job on the caller, one call over the whole range (slice
@@ -1186,18 +1191,7 @@ TEST(ThreadPool, InlineRunsEveryJobOnTheCaller) {
   });
   EXPECT_EQ(std::count(tasks.begin(), tasks.end(), 1), 37);
   pool.set_inline(false);
-  std::mutex m;
-  std::vector<std::thread::id> seen;
-  for (int round = 0; round < 50 && seen.size() < 2; ++round) {
-    pool.parallel_for(64, 1, [&](int64_t, int64_t) {
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-      std::lock_guard<std::mutex> lock(m);
-      if (std::find(seen.begin(), seen.end(), std::this_thread::get_id()) == seen.end()) {
-        seen.push_back(std::this_thread::get_id());
-      }
-    });
-  }
-  EXPECT_EQ(seen.size(), 2u);
+  EXPECT_EQ(threads_that_ran(pool), 2u);
 }
 
 // RunModeChooser's schedule, fed made-up run times: the first run spread and
