@@ -44,7 +44,11 @@ struct Options {
   bool winograd = true;
   // adaptive=0: every run spreads its kernels over the threads; else small
   // models' runs are timed both ways and go the faster (run_mode.h).
+  // adaptive=inline: every run on the caller alone, its kernels cut for
+  // the session's threads (the other way adaptive runs compare; for
+  // measurements and for tests of its bits).
   bool adaptive = true;
+  bool always_inline = false;
 };
 
 struct Backend {
@@ -270,11 +274,12 @@ kite_status cpu_create2(void* /*device*/, const kite_backend_create_info* info, 
           }
           options.winograd = value == "1";
         } else if (key == "adaptive") {
-          if (value != "0" && value != "1") {
+          if (value != "0" && value != "1" && value != "inline") {
             return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT,
-                        "option adaptive=" + value + ": expected 0 or 1");
+                        "option adaptive=" + value + ": expected 0, 1 or inline");
           }
           options.adaptive = value == "1";
+          options.always_inline = value == "inline";
         } else if (key == "fused") {
           if (value != "0" && value != "1") {
             return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "option fused=" + value + ": expected 0 or 1");
@@ -282,7 +287,7 @@ kite_status cpu_create2(void* /*device*/, const kite_backend_create_info* info, 
           options.fused = value == "1";
         } else {
           return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT,
-                      "unknown option '" + key + "' (the CPU backend knows threads=N, fused=0|1, winograd=0|1, adaptive=0|1)");
+                      "unknown option '" + key + "' (the CPU backend knows threads=N, fused=0|1, winograd=0|1, adaptive=0|1|inline)");
         }
       }
     }
@@ -494,7 +499,7 @@ kite_status cpu_begin_run(void* backend, char* err, size_t err_size) {
   b->timing_run = b->pool.size() > 1 && b->options.adaptive && !b->options.profile &&
                   !b->run_mode.settled_spread();
   if (!b->timing_run) {
-    b->pool.set_inline(false);
+    b->pool.set_inline(b->options.always_inline && b->pool.size() > 1);
     return KITE_OK;
   }
   b->pool.set_inline(b->run_mode.next_inline());

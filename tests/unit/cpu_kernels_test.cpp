@@ -1194,50 +1194,80 @@ TEST(ThreadPool, InlineRunsEveryJobOnTheCaller) {
   EXPECT_EQ(threads_that_ran(pool), 2u);
 }
 
-// RunModeChooser's schedule, fed made-up run times: the first run spread and
-// not counted, a block spread, a block on the caller, then the faster way
-// with a block the other way in every kProbeEvery runs; the runs just after
-// a change of way not counted; slow spread runs settle on spread for good.
+// RunModeChooser's schedule, fed made-up run times: spread for the first
+// kWarmNs; then the faster way, with blocks the other way now and then; the
+// runs just after a change of way not counted; a slow start not taken for
+// the steady state; long spread runs settle on spread for good, one long run
+// does not.
 TEST(RunModeChooser, KeepsTheFasterWayAndProbesTheOther) {
   using kite::cpu::RunModeChooser;
-  constexpr int64_t B = RunModeChooser::kBlock, P = RunModeChooser::kProbeEvery;
-  // spread_ns / inline_ns: the times the runs take each way.
-  auto schedule = [](int64_t spread_ns, int64_t inline_ns, int64_t runs, int64_t first_slow_ns) {
+  // cost(way, ns since start, ns and runs since the last change of way): a
+  // run's time. Returns the ways of the runs over total_ns of runs.
+  auto schedule = [](int64_t total_ns, auto cost) {
     RunModeChooser c;
     std::vector<bool> ways;
-    for (int64_t r = 0; r < runs; ++r) {
+    int64_t now = 0, changed_at = -total_ns, runs_since = 1000;  // no change before the first run
+    while (now < total_ns) {
       const bool way = c.next_inline();
+      if (!ways.empty() && ways.back() != way) {
+        changed_at = now;
+        runs_since = 0;
+      }
       ways.push_back(way);
-      // The first run after a change costs much more; it must not count.
-      const bool changed = r > 0 && ways[static_cast<size_t>(r - 1)] != way;
-      c.record(changed ? first_slow_ns : way ? inline_ns : spread_ns);
+      const int64_t ns = cost(way, now, now - changed_at, runs_since++);
+      c.record(ns);
+      now += ns;
     }
     return ways;
   };
-  // The caller alone is faster (far placement): inline from the trials on,
-  // spread only in the first run, the trial block and each probe block.
-  std::vector<bool> w = schedule(200000, 120000, 3 * P, 10000000);
-  EXPECT_FALSE(w[0]);
-  for (int64_t r = 1; r <= B; ++r) EXPECT_FALSE(w[static_cast<size_t>(r)]) << r;
-  for (int64_t r = B + 1; r <= 2 * B; ++r) EXPECT_TRUE(w[static_cast<size_t>(r)]) << r;
-  for (int64_t r = 2 * B + 1; r < 3 * P; ++r) {
-    const bool probe = r % P < B;
-    EXPECT_EQ(w[static_cast<size_t>(r)], !probe) << r;
-  }
-  // Spread is faster (near placement): spread but for the trial and probe blocks.
-  w = schedule(95000, 110000, 3 * P, 10000000);
-  for (int64_t r = 2 * B + 1; r < 3 * P; ++r) {
-    const bool probe = r % P < B;
-    EXPECT_EQ(w[static_cast<size_t>(r)], probe) << r;
-  }
-  // Spread runs over kMaxSpreadNs: spread always, the trials cut short.
+  // The share of inline runs among ways[from, to).
+  auto inline_share = [](const std::vector<bool>& ways, size_t from, size_t to) {
+    return static_cast<double>(std::count(ways.begin() + static_cast<std::ptrdiff_t>(from),
+                                          ways.begin() + static_cast<std::ptrdiff_t>(to), true)) /
+           static_cast<double>(to - from);
+  };
+  // A change of way costs: the first run after it 10 times its time when
+  // spread, twice when on the caller, then the spread runs in the 3 ms
+  // after it twice theirs (a core waking).
+  auto switching = [](int64_t spread_ns, int64_t inline_ns) {
+    return [=](bool way, int64_t /*now*/, int64_t since_ns, int64_t since_runs) {
+      const int64_t base = way ? inline_ns : spread_ns;
+      if (since_runs == 0) return (way ? 2 : 10) * base;
+      if (!way && since_ns < 3000000) return 2 * base;
+      return base;
+    };
+  };
+  const int64_t second = 1000000000;
+
+  // The caller alone faster (far placement): spread through the warm-up,
+  // then inline but for the probes, which keep coming.
+  std::vector<bool> w = schedule(2 * second, switching(200000, 120000));
+  size_t warm = 0;
+  for (int64_t ns = 0; ns < RunModeChooser::kWarmNs; ns += 200000) EXPECT_FALSE(w[warm++]) << warm;
+  EXPECT_GT(inline_share(w, warm + 100, w.size()), 0.9);
+  EXPECT_LT(inline_share(w, w.size() - 2000, w.size()), 1.0);  // a probe in the last 0.24 s
+  // Spread faster (near placement): spread but for the probes.
+  w = schedule(2 * second, switching(95000, 110000));
+  EXPECT_LT(inline_share(w, warm, w.size()), 0.1);
+  EXPECT_GT(inline_share(w, w.size() - 4000, w.size()), 0.0);
+  // A slow start: spread runs take 0.4 ms for the first 40 ms (the other
+  // core coming up to speed), 0.12 after; the caller alone 0.22. Spread
+  // from early on, in the last second but for probes.
+  w = schedule(2 * second, [](bool way, int64_t now, int64_t, int64_t) -> int64_t {
+    return way ? 220000 : now < 40000000 ? 400000 : 120000;
+  });
+  EXPECT_LT(inline_share(w, w.size() / 2, w.size()), 0.1);
+  // Spread runs over kMaxSpreadNs: spread always, the trials cut short;
+  // one such run among short ones does not settle it.
   RunModeChooser big;
   for (int r = 0; r < 200; ++r) {
-    const bool way = big.next_inline();
-    EXPECT_FALSE(way) << r;
+    EXPECT_FALSE(big.next_inline()) << r;
     big.record(RunModeChooser::kMaxSpreadNs + 1);
   }
   EXPECT_TRUE(big.settled_spread());
+  RunModeChooser small;
+  for (int r = 0; r < 200; ++r) small.record(r == 50 ? 10 * RunModeChooser::kMaxSpreadNs : 100000);
+  EXPECT_FALSE(small.settled_spread());
 }
 
 // ===========================================================================

@@ -6,6 +6,7 @@
 // malformed form tables; files of format 1.0 still load and agree.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -144,7 +145,8 @@ struct Session {
   std::vector<uint8_t> bytes;
   kite_status created = KITE_ERROR_INTERNAL;
   std::string error;
-  explicit Session(const Model& in, const char* winograd = nullptr, int threads = 0) {
+  explicit Session(const Model& in, const char* winograd = nullptr, int threads = 0,
+                   const char* adaptive = nullptr) {
     Model m = in;
     std::string err;
     if (m.plan.offsets.size() != m.tensors.size()) kite::memory::plan_memory(&m, 256, &err);
@@ -156,6 +158,7 @@ struct Session {
     kite_session_options_create(&options);
     kite_session_options_set_backends(options, "cpu");
     if (winograd) kite_session_options_set_backend_option(options, "cpu", "winograd", winograd);
+    if (adaptive) kite_session_options_set_backend_option(options, "cpu", "adaptive", adaptive);
     if (threads > 0) {
       kite_session_options_set_threads(options, threads);
       kite_session_options_set_poison(options, 1);  // a value a run skips is NaN, not the last run's
@@ -431,11 +434,12 @@ std::vector<uint8_t> read_file(const std::string& name) {
 }
 
 // A 2-thread session's small runs go spread over the threads or all on the
-// caller, whichever its timings say is faster (cpu_backend.cpp, run_mode.h:
-// the first block of runs spread, the next on the caller), so both ways
-// must give the bits of a 1-thread session, run after run: kernels whose
-// chunks are cut by pixels, by channels, by Winograd blocks or channel
-// shares, by depthwise channel blocks, and a MatMul.
+// caller, whichever its timings say is faster (cpu_backend.cpp, run_mode.h),
+// so both ways must give the bits of a 1-thread session, run after run:
+// kernels whose chunks are cut by pixels, by channels, by Winograd blocks or
+// channel shares, by depthwise channel blocks, and a MatMul. Spread:
+// adaptive=0; on the caller: adaptive=inline; and the chooser itself for
+// 60 ms of runs (its first trials on the caller come after kWarmNs, 20 ms).
 TEST(ThreadCount, TwoThreadRunsEitherWayHaveOneThreadsBits) {
   std::vector<OneNode> cases;
   const kite::ir::Attr pads = ints_attr("pads", {1, 1, 1, 1});
@@ -448,17 +452,32 @@ TEST(ThreadCount, TwoThreadRunsEitherWayHaveOneThreadsBits) {
   for (const OneNode& c : cases) {
     SCOPED_TRACE(label(c));
     const Model m = one_node_model(c);
-    Session one(m, nullptr, 1), two(m, nullptr, 2);
+    Session one(m, nullptr, 1);
     ASSERT_EQ(one.created, KITE_OK) << one.error;
-    ASSERT_EQ(two.created, KITE_OK) << two.error;
     const std::vector<float> x = ramp(static_cast<size_t>(numel(c.x)), 5);
     const size_t out = static_cast<size_t>(numel(c.y));
     const std::vector<float> want = one.run(x, out);
-    for (int r = 0; r < 40; ++r) {
-      const std::vector<float> got = two.run(x, out);
-      ASSERT_EQ(std::memcmp(got.data(), want.data(), out * sizeof(float)), 0) << "run " << r;
+    for (const char* adaptive : {"0", "inline", "1"}) {
+      SCOPED_TRACE(std::string("adaptive=") + adaptive);
+      Session two(m, nullptr, 2, adaptive);
+      ASSERT_EQ(two.created, KITE_OK) << two.error;
+      const auto start = std::chrono::steady_clock::now();
+      for (int r = 0; r < 10 || (adaptive[0] == '1' && std::chrono::steady_clock::now() - start <
+                                                          std::chrono::milliseconds(60));
+           ++r) {
+        const std::vector<float> got = two.run(x, out);
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), out * sizeof(float)), 0) << "run " << r;
+      }
     }
   }
+}
+
+// A value the option does not take fails the session, naming it.
+TEST(ThreadCount, AdaptiveOptionNamesAValueItDoesNotTake) {
+  const Model m = one_node_model({"Conv", {1, 8, 8, 8}, {8, 8, 1, 1}, {8}, {1, 8, 8, 8}, {}});
+  Session s(m, nullptr, 2, "sometimes");
+  EXPECT_NE(s.created, KITE_OK);
+  EXPECT_NE(s.error.find("adaptive=sometimes: expected 0, 1 or inline"), std::string::npos) << s.error;
 }
 
 TEST(FormatVersions, Format10And11FilesLoadAndAgree) {
