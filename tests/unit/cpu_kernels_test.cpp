@@ -2133,6 +2133,7 @@ void check_winograd(const char* /*level*/) {
       {16, 40, 12, 12, 1, 1, 1, 1, 3, K::kClip, true},   // three channel shares
       {64, 20, 20, 20, 1, 1, 1, 1, 3, K::kNone, true},   // F(4x4): 2 panel pairs, 3 threads: share each step
       {80, 30, 12, 12, 1, 1, 1, 1, 2, K::kRelu, true},   // shares of 1 and 2 panel pairs, the last partial
+      {32, 128, 27, 27, 1, 1, 1, 1, 2, K::kRelu, true},  // F(4x4): blocks enough, but U over the budget: shares
       {70, 20, 40, 40, 1, 1, 1, 1, 1, K::kNone, false},  // channels past one GEMM panel block
       {3, 4, 12, 12, 2, 2, 2, 2, 2, K::kClip, true},     // pads of 2: output larger than input
   };

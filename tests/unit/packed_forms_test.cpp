@@ -445,6 +445,7 @@ TEST(ThreadCount, TwoThreadRunsEitherWayHaveOneThreadsBits) {
   const kite::ir::Attr pads = ints_attr("pads", {1, 1, 1, 1});
   cases.push_back({"Conv", {1, 16, 56, 56}, {32, 16, 3, 3}, {32}, {1, 32, 56, 56}, {pads}});
   cases.push_back({"Conv", {1, 64, 13, 13}, {64, 64, 3, 3}, {64}, {1, 64, 13, 13}, {pads}});
+  cases.push_back({"Conv", {1, 32, 27, 27}, {128, 32, 3, 3}, {128}, {1, 128, 27, 27}, {pads}});
   cases.push_back({"Conv", {1, 64, 28, 28}, {64, 64, 1, 1}, {64}, {1, 64, 28, 28}, {}});
   cases.push_back({"Conv", {1, 64, 14, 14}, {96, 64, 1, 1}, {96}, {1, 96, 14, 14}, {}});
   cases.push_back({"Conv", {1, 96, 28, 28}, {96, 1, 3, 3}, {96}, {1, 96, 28, 28}, {pads, int_attr("group", 96)}});

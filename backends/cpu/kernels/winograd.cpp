@@ -675,8 +675,23 @@ int64_t Conv::block_floats() const { return point_count * (v_floats() + m_floats
 
 // Whole blocks per thread when there are two blocks a thread at least
 // (every block reads all of U: with fewer, the threads share each block's
-// steps, and so U).
+// steps, and so U). Not where U is over the block budget (half of L2) and
+// the layers before split their outputs by channels (planes whose rows are
+// not line-aligned: sgemm::splits_columns_by_thread): a block each, every
+// thread streams all of U from L3 for each block and reads half of its
+// tiles' input from the other core; channel shares read half of U, which
+// stays in L2, and transform the input where it lies. squeezenet1_1's 32 ->
+// 128 layers on 27x27 (U 576 KB), 2 threads, Zen 2: the layer alone 0.32 ->
+// 0.25 ms with the vCPUs ~30 ns apart; fire modules 6-7 1.23-1.27 ->
+// 1.09-1.16 ms ~200-400 ns apart. Where the layers before split by pixels
+// (unet_small's planes), the blocks keep each thread on the rows it wrote:
+// unet_small went 5.8 -> 6.5 ms when it took channel shares too.
 bool Conv::blocks_per_worker(int64_t workers) const {
+  if (workers > 1 && !sgemm::splits_columns_by_thread(in_h * in_w) &&
+      point_count * sgemm::packed_a_floats(out_channels, channels) > block_floats_budget() &&
+      ceil_div(out_channels, 2 * sgemm::kMR) >= workers) {
+    return false;
+  }
   return workers > 1 && ceil_div(tiles, block) >= 2 * workers;
 }
 
