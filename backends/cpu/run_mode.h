@@ -28,8 +28,11 @@ class RunModeChooser {
   // from ~12 ms on, while the caller alone took 0.22 throughout (the other
   // core, idle until then, comes up to speed). Trials in that time chose
   // the caller alone, and the probes were too few to undo it for hundreds
-  // of runs. So runs go spread, uncounted, for the first kWarmNs.
-  static constexpr int64_t kWarmNs = 20000000;
+  // of runs. So runs go spread, uncounted, for the first kWarmNs, and the
+  // first probes come soon (kFirstProbeNs) to undo an early choice. (A
+  // warm-up as long as the slow start, 20 ms, would be most of a short
+  // benchmark of a small model: ~190 runs of vit_small.)
+  static constexpr int64_t kWarmNs = 5000000;
   // Then a block on the caller alone and a block spread, and the faster
   // way from then on, with a block the other way after at least
   // kProbeEvery runs and a time that starts at kFirstProbeNs and doubles
@@ -76,7 +79,10 @@ class RunModeChooser {
     }
     switch (phase_) {
       case Phase::kWarm:
-        if (ns_in_way_ >= kWarmNs) begin_block(Phase::kTrialInline, true);
+        // (and kCount counted runs, so that long ones settle spread first)
+        if (ns_in_way_ >= kWarmNs && runs_in_way_ >= kSettle + kCount) {
+          begin_block(Phase::kTrialInline, true);
+        }
         return;
       case Phase::kTrialInline:
       case Phase::kTrialSpread:

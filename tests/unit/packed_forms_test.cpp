@@ -439,7 +439,7 @@ std::vector<uint8_t> read_file(const std::string& name) {
 // kernels whose chunks are cut by pixels, by channels, by Winograd blocks or
 // channel shares, by depthwise channel blocks, and a MatMul. Spread:
 // adaptive=0; on the caller: adaptive=inline; and the chooser itself for
-// 60 ms of runs (its first trials on the caller come after kWarmNs, 20 ms).
+// 60 ms of runs (its first trials on the caller come after kWarmNs, 5 ms).
 TEST(ThreadCount, TwoThreadRunsEitherWayHaveOneThreadsBits) {
   std::vector<OneNode> cases;
   const kite::ir::Attr pads = ints_attr("pads", {1, 1, 1, 1});
