@@ -42,13 +42,14 @@ struct Options {
   // convolution's rounding does not depend on its image size (a banded
   // convolution under a memory budget then equals the whole one bit for bit).
   bool winograd = true;
-  // adaptive=0: every run spreads its kernels over the threads; else small
-  // models' runs are timed both ways and go the faster (run_mode.h).
-  // adaptive=inline: every run on the caller alone, its kernels cut for
-  // the session's threads (the other way adaptive runs compare; for
-  // measurements and for tests of its bits).
-  bool adaptive = true;
-  bool always_inline = false;
+  // adaptive=1 (kAdaptive): small models' runs are timed spread over the
+  // threads and on the caller alone, and go the faster (run_mode.h);
+  // adaptive=0 (kSpread): every run spreads its kernels over the threads;
+  // adaptive=inline (kInline): every run on the caller alone, its kernels
+  // cut for the session's threads (the other way adaptive runs compare;
+  // for measurements and for tests of its bits).
+  enum class RunWay { kAdaptive, kSpread, kInline };
+  RunWay run_way = RunWay::kAdaptive;
 };
 
 struct Backend {
@@ -278,8 +279,9 @@ kite_status cpu_create2(void* /*device*/, const kite_backend_create_info* info, 
             return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT,
                         "option adaptive=" + value + ": expected 0, 1 or inline");
           }
-          options.adaptive = value == "1";
-          options.always_inline = value == "inline";
+          options.run_way = value == "1"   ? Options::RunWay::kAdaptive
+                            : value == "0" ? Options::RunWay::kSpread
+                                           : Options::RunWay::kInline;
         } else if (key == "fused") {
           if (value != "0" && value != "1") {
             return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "option fused=" + value + ": expected 0 or 1");
@@ -491,15 +493,15 @@ kite_status cpu_execute(void* backend, void* kernel, char* err, size_t err_size)
 }
 
 // Around every run: whether its kernels spread over the threads or stay on
-// the caller (run_mode.h), and its time. Not with one thread, nor while
-// profiling (each kernel's time then is its spread one), nor adaptive=0.
+// the caller (run_mode.h), and its time: with adaptive=1 only, and not with
+// one thread nor while profiling (each kernel's time then is its spread one).
 kite_status cpu_begin_run(void* backend, char* err, size_t err_size) {
   if (!backend) return fail(err, err_size, KITE_ERROR_INVALID_ARGUMENT, "backend is NULL");
   Backend* b = static_cast<Backend*>(backend);
-  b->timing_run = b->pool.size() > 1 && b->options.adaptive && !b->options.profile &&
-                  !b->run_mode.settled_spread();
+  b->timing_run = b->pool.size() > 1 && b->options.run_way == Options::RunWay::kAdaptive &&
+                  !b->options.profile && !b->run_mode.settled_spread();
   if (!b->timing_run) {
-    b->pool.set_inline(b->options.always_inline && b->pool.size() > 1);
+    b->pool.set_inline(b->options.run_way == Options::RunWay::kInline);
     return KITE_OK;
   }
   b->pool.set_inline(b->run_mode.next_inline());

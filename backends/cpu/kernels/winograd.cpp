@@ -687,12 +687,10 @@ int64_t Conv::block_floats() const { return point_count * (v_floats() + m_floats
 // (unet_small's planes), the blocks keep each thread on the rows it wrote:
 // unet_small went 5.8 -> 6.5 ms when it took channel shares too.
 bool Conv::blocks_per_worker(int64_t workers) const {
-  if (workers > 1 && !sgemm::splits_columns_by_thread(in_h * in_w) &&
-      point_count * sgemm::packed_a_floats(out_channels, channels) > block_floats_budget() &&
-      ceil_div(out_channels, 2 * sgemm::kMR) >= workers) {
-    return false;
-  }
-  return workers > 1 && ceil_div(tiles, block) >= 2 * workers;
+  if (workers <= 1 || ceil_div(tiles, block) < 2 * workers) return false;
+  const bool shares_keep_u = !sgemm::splits_columns_by_thread(in_h * in_w) &&
+                             packed_weight_floats(tile, out_channels, channels) > block_floats_budget();
+  return !(shares_keep_u && ceil_div(out_channels, 2 * sgemm::kMR) >= workers);
 }
 
 // Otherwise, when every thread gets a pair of A panels at least, each
