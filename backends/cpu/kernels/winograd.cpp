@@ -705,7 +705,7 @@ bool Conv::channels_per_worker(int64_t workers) const {
 }
 
 int64_t Conv::share_floats(int64_t workers) const {
-  return point_count * ceil_div(ceil_div(out_channels, 2 * sgemm::kMR), workers) * 2 * sgemm::kMR * block;
+  return point_count * point_stride(ceil_div(ceil_div(out_channels, 2 * sgemm::kMR), workers) * 2 * sgemm::kMR * block);
 }
 
 int64_t Conv::rows_share(int64_t workers, int64_t w, int64_t* m0) const {
@@ -757,7 +757,7 @@ void Conv::multiply_and_output(int64_t t0, int64_t n, int64_t m0, int64_t rows, 
   const int64_t out_plane = out_h * out_w;
   const int64_t u_point = sgemm::packed_a_floats(out_channels, channels);
   const float* u_rows = u + m0 * channels;  // m0: whole panels of kMR rows
-  const int64_t m_point = rows * block;      // the GEMM outputs of one point
+  const int64_t m_point = point_stride(rows * block);  // the GEMM outputs of one point
   const int64_t groups = ceil_div(n, kLanes);
   each(pool, point_count, 1, [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {

@@ -77,8 +77,17 @@ class Conv {
   int64_t pad_h = 0, pad_w = 0;
   int64_t tiles_h = 0, tiles_w = 0, tiles = 0;
   int64_t block = 0;  // tiles per block
-  int64_t v_floats() const { return sgemm::packed_b_floats(channels, block); }  // per point
-  int64_t m_floats() const { return out_channels * block; }                     // per point
+  // Floats from one point's matrix to the next: at least `floats`, an odd
+  // number of 64-byte lines. The transforms touch a line of every point at
+  // once (36 streams); with a whole number of 4 KiB between points (64
+  // channels by 16 tiles) they all fell in one set of an L1 with 4 KiB per
+  // way, and the output transform read from L2 (see winograd.cpp).
+  static int64_t point_stride(int64_t floats) {
+    const int64_t lines = (floats + 15) / 16;
+    return (lines | 1) * 16;
+  }
+  int64_t v_floats() const { return point_stride(sgemm::packed_b_floats(channels, block)); }  // per point
+  int64_t m_floats() const { return point_stride(out_channels * block); }                     // per point
   int64_t block_floats() const;  // one block's scratch
 
  private:
