@@ -789,19 +789,19 @@ void Conv::run(const float* x, const float* u, const float* bias, const sgemm::E
   const int64_t workers = std::min<int64_t>(pool.size(), std::max(1, slots));
   if (blocks_per_worker(workers)) {
     // Each thread runs whole blocks, all three steps on its own scratch,
-    // which stays in its core's L2, with no barrier between the steps; the
-    // blocks evened out (49 tiles: four of 12 or 13) and claimed one at a
-    // time, so a thread that starts late takes fewer. As many blocks for
-    // every thread (smaller ones, when tiles / block is not a multiple of
-    // the threads): each thread's share of them (for_each_task) is then the
-    // same band of tiles in every layer, the rows the layer before wrote on
-    // its core, and no thread finishes first to take the end of another's
-    // share (9 blocks of 196 tiles on 2 threads: 3x3 32->32 layers on 56x56
-    // ran 1.4x faster on 2 threads than on 1, on a host whose vCPUs were
-    // ~220 ns apart).
-    const int64_t blocks = ceil_div(ceil_div(tiles, block), workers) * workers;
+    // which stays in its core's L2, with no barrier between the steps. The
+    // blocks are the plan's (`block` tiles, a multiple of 16, the last one
+    // shorter), claimed in order: each thread's share of them (for_each_task)
+    // is the same band of tiles in every layer, and a thread that starts
+    // late takes fewer. They were evened out to a multiple of the threads
+    // (196 tiles on 2 threads: 14 blocks of 14), but a block costs the GEMMs
+    // and transforms of whole 16-tile strips, so 14 tiles cost 16 tiles'
+    // time: 13 blocks of 16 (shares of 96 and 100 tiles) ran a 16 -> 64
+    // layer on 55x55 0.36-0.41 -> 0.31-0.36 ms, squeezenet1_1 6.2-6.4 ->
+    // 6.1-6.2 ms, resnet18 18.1-19.1 -> 18.0-18.3 ms (2 threads, Zen 2).
+    const int64_t blocks = ceil_div(tiles, block);
     pool.for_each_task(workers, blocks, [&](int64_t s, int64_t b) {
-      const int64_t t0 = b * tiles / blocks, t1 = (b + 1) * tiles / blocks;
+      const int64_t t0 = b * block, t1 = std::min(tiles, t0 + block);
       run_block(t0, t1 - t0, x, u, bias, epilogue, y, workspace + s * block_floats(), nullptr);
     });
     return;
