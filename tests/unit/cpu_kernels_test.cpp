@@ -606,6 +606,119 @@ TEST(Sgemm, EpilogueMatchesGemmThenActivation) {
 // value's bits do not depend on the tile it came in. Shapes: the GEMV (n =
 // 1, C contiguous or a column ldc apart), lone last columns (17, 49), k = 0,
 // k across two k blocks, several tasks on a pool.
+// A GEMM that sums k in two halves (sgemm::k_split_at: projections whose
+// C is small beside B, on small planes) gives the same
+// bits on one thread, two and three, B packed or read in place, and each
+// value is within the bound of any summation order of its k products,
+// bias and C: (k + 3) * 2^-24 * (sum |a_ip b_pj| + |bias| + |C|) (Higham's
+// gamma; the split is one more order). Shapes: a 14x14 projection, a 7x7
+// one (a lone last column), odd rows with one k block a half, the AVX2
+// level's tail of 9 with a second half over two k blocks; every mode
+// (plain, bias, accumulate, bias + Clip, Relu) and a tile hook, which
+// must run once on each value, after the halves are added. Columns past n
+// (ldc > n) stay as they were. Shapes the split does not take: more rows
+// than half of k, k under 256.
+TEST(Sgemm, KSplitHasTheSameBitsOnAnyThreadsAndMatchesTheReference) {
+  using kite::cpu::sgemm::MicroKernel;
+  namespace sg = kite::cpu::sgemm;
+  kite::cpu::ThreadPool two(2), three(3);
+  auto twice_plus_one = [](const void*, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) c[i * ldc + j] = 2.0f * c[i * ldc + j] + 1.0f;
+    }
+  };
+  struct Shape {
+    int64_t m, n, k, ldc;
+  };
+  const Shape shapes[] = {{96, 196, 576, 196}, {160, 49, 960, 49}, {25, 169, 300, 172}, {19, 41, 513, 41}};
+  int levels = 0;
+  for (MicroKernel kernel : {MicroKernel::kAvx2Fma, MicroKernel::kAvx512}) {
+    const ForcedGemmKernel forced(kernel);
+    if (!forced.ok()) continue;
+    SCOPED_TRACE(kernel == MicroKernel::kAvx512 ? "avx512" : "avx2");
+    ++levels;
+    EXPECT_EQ(sg::k_split_at(320, 576), 0);  // more rows than k / 2
+    EXPECT_EQ(sg::k_split_at(64, 240), 0);   // halves under 128
+    for (const Shape& sh : shapes) {
+      const int64_t m = sh.m, n = sh.n, k = sh.k, ldc = sh.ldc;
+      SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
+      const int64_t half = sg::k_split_at(m, k);
+      ASSERT_GT(half, 0);
+      ASSERT_EQ(half % 16, 0);
+      ASSERT_EQ(sg::k_split_floats(m, n, k), m * n);
+      const std::vector<float> a = Random(m * k, 191), b = Random(k * n, 192);
+      const std::vector<float> bias = Random(m, 193), c0 = Random(m * ldc, 194);
+      std::vector<float> pa(static_cast<size_t>(sg::packed_a_floats(m, k)));
+      std::vector<float> pb(static_cast<size_t>(sg::packed_b_floats(k, n)));
+      sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
+      sg::pack_b(b.data(), n, 1, k, n, pb.data(), nullptr);
+      for (int mode = 0; mode < 6; ++mode) {
+        SCOPED_TRACE("mode " + std::to_string(mode));
+        sg::Epilogue e;
+        e.kind = mode == 3 ? sg::Epilogue::kClip : mode == 4 ? sg::Epilogue::kRelu : sg::Epilogue::kNone;
+        e.lo = -0.5f;
+        e.hi = 0.5f;
+        if (mode == 5) e.tile = +twice_plus_one;
+        const bool accumulate = mode == 2;
+        const float* rb = mode == 1 || mode == 3 || mode == 5 ? bias.data() : nullptr;
+        std::vector<float> first;
+        for (int direct = 0; direct < 2; ++direct) {
+          for (kite::cpu::ThreadPool* pool : {static_cast<kite::cpu::ThreadPool*>(nullptr), &two, &three}) {
+            std::vector<float> c = c0, scratch(static_cast<size_t>(m * n), std::nanf(""));
+            if (direct) {
+              ASSERT_TRUE(sg::gemm_direct_b(m, n, k, pa.data(), b.data(), n, c.data(), ldc, rb, accumulate,
+                                            pool, &e, scratch.data()));
+            } else {
+              sg::gemm_packed(m, n, k, pa.data(), pb.data(), c.data(), ldc, rb, accumulate, pool, &e,
+                              scratch.data());
+            }
+            if (first.empty()) {
+              first = c;
+              continue;
+            }
+            ASSERT_EQ(std::memcmp(c.data(), first.data(), c.size() * sizeof(float)), 0)
+                << "direct " << direct << ", " << (pool ? pool->size() : 1) << " threads";
+          }
+        }
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < ldc; ++j) {
+            const float got = first[i * ldc + j];
+            if (j >= n) {
+              ASSERT_EQ(got, c0[i * ldc + j]) << "past n: " << i << "," << j;
+              continue;
+            }
+            double want = rb ? rb[i] : 0.0, mag = rb ? std::fabs(rb[i]) : 0.0;
+            if (accumulate) {
+              want += c0[i * ldc + j];
+              mag += std::fabs(c0[i * ldc + j]);
+            }
+            for (int64_t p = 0; p < k; ++p) {
+              const double t = static_cast<double>(a[i * k + p]) * b[p * n + j];
+              want += t;
+              mag += std::fabs(t);
+            }
+            const double tol = (k + 3) * std::ldexp(1.0, -24) * mag;
+            double lo = want - tol, hi = want + tol;
+            if (e.kind == sg::Epilogue::kRelu) {
+              lo = std::max(lo, 0.0);
+              hi = std::max(hi, 0.0);
+            } else if (e.kind == sg::Epilogue::kClip) {
+              lo = std::min(std::max(lo, -0.5), 0.5);
+              hi = std::min(std::max(hi, -0.5), 0.5);
+            } else if (mode == 5) {  // the hook, once, on the finished value
+              lo = 2.0 * lo + 1.0 - 1e-6 * std::fabs(hi);
+              hi = 2.0 * hi + 1.0 + 1e-6 * std::fabs(hi);
+            }
+            ASSERT_GE(got, lo - 1e-30) << i << "," << j;
+            ASSERT_LE(got, hi + 1e-30) << i << "," << j;
+          }
+        }
+      }
+    }
+  }
+  if (levels == 0) GTEST_SKIP() << "the k split runs on the AVX2 and AVX-512 levels only";
+}
+
 TEST(Sgemm, TileHookRunsOnceOnEveryValueWithTheActivationsBits) {
   using kite::cpu::sgemm::MicroKernel;
   namespace sg = kite::cpu::sgemm;

@@ -437,7 +437,7 @@ std::vector<uint8_t> read_file(const std::string& name) {
 // caller, whichever its timings say is faster (cpu_backend.cpp, run_mode.h),
 // so both ways must give the bits of a 1-thread session, run after run:
 // kernels whose chunks are cut by pixels, by channels, by Winograd blocks or
-// channel shares, by depthwise channel blocks, and a MatMul. Spread:
+// channel shares, by depthwise channel blocks, by halves of k, and a MatMul. Spread:
 // adaptive=0; on the caller: adaptive=inline; and the chooser itself for
 // 60 ms of runs (its first trials on the caller come after kWarmNs, 5 ms).
 TEST(ThreadCount, TwoThreadRunsEitherWayHaveOneThreadsBits) {
@@ -448,6 +448,10 @@ TEST(ThreadCount, TwoThreadRunsEitherWayHaveOneThreadsBits) {
   cases.push_back({"Conv", {1, 32, 27, 27}, {128, 32, 3, 3}, {128}, {1, 128, 27, 27}, {pads}});
   cases.push_back({"Conv", {1, 64, 28, 28}, {64, 64, 1, 1}, {64}, {1, 64, 28, 28}, {}});
   cases.push_back({"Conv", {1, 64, 14, 14}, {96, 64, 1, 1}, {96}, {1, 96, 14, 14}, {}});
+  // Projections whose k is summed in two halves (sgemm::k_split_at): B
+  // read in place on 14x14, packed on 7x7 (a lone last column).
+  cases.push_back({"Conv", {1, 576, 14, 14}, {96, 576, 1, 1}, {96}, {1, 96, 14, 14}, {}});
+  cases.push_back({"Conv", {1, 960, 7, 7}, {160, 960, 1, 1}, {160}, {1, 160, 7, 7}, {}});
   cases.push_back({"Conv", {1, 96, 28, 28}, {96, 1, 3, 3}, {96}, {1, 96, 28, 28}, {pads, int_attr("group", 96)}});
   cases.push_back({"MatMul", {1, 197, 96}, {96, 64}, {}, {1, 197, 64}, {}});
   for (const OneNode& c : cases) {
@@ -455,7 +459,11 @@ TEST(ThreadCount, TwoThreadRunsEitherWayHaveOneThreadsBits) {
     const Model m = one_node_model(c);
     Session one(m, nullptr, 1);
     ASSERT_EQ(one.created, KITE_OK) << one.error;
-    const std::vector<float> x = ramp(static_cast<size_t>(numel(c.x)), 5);
+    // Inputs of full 24-bit mantissas: with ramp's sixteenths every
+    // product and sum of these GEMMs is exact, and a summation order that
+    // changed with the threads would go unseen.
+    std::vector<float> x(static_cast<size_t>(numel(c.x)));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i) + 0.1));
     const size_t out = static_cast<size_t>(numel(c.y));
     const std::vector<float> want = one.run(x, out);
     for (const char* adaptive : {"0", "inline", "1"}) {

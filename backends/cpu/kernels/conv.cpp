@@ -208,11 +208,25 @@ class ConvKernel : public Kernel {
       return weights_ != nullptr;
     }
     if (!acquire_weights(args, g_.group * sgemm::packed_a_floats(mg_, k_), err)) return false;
+    // A projection's k split in two (sgemm::k_split_at) on planes narrower
+    // than kSplitMaxWidth (14x14, 13x13, 7x7: their rows are not whole
+    // cache lines, so the layers around split them by channels, not by
+    // pixels; from the width, so that a band of the plane, under a memory
+    // budget, takes the split as the whole plane does and gives its bits).
+    // Scratch for the second half's sums, after packed B where there is
+    // one. One group only: groups may run side by side, each GEMM on one
+    // thread, where a split taken on one thread but not on several would
+    // change the bits.
+    constexpr int64_t kSplitMaxWidth = 28;
+    split_floats_ = pointwise_ && g_.group == 1 && g_.out[2] < kSplitMaxWidth
+                        ? sgemm::k_split_floats(mg_, pixels_, k_)
+                        : 0;
     if (pointwise_ && sgemm::reads_b_in_place(mg_, pixels_)) {
       // The input is the GEMM's B as it lies (row c: channel c's plane): no
       // packing pass and no scratch. Measured on an Intel Xeon (AVX-512),
       // mobilenet_v2 9.3 -> 8.8 ms at 1 thread (p50, alternating runs).
       direct_b_ = true;
+      workspace()->reserve(static_cast<size_t>(split_floats_));
       return true;
     }
     // Column blocks of about kBlockFloats of packed B each (a multiple of
@@ -242,7 +256,7 @@ class ConvKernel : public Kernel {
       block_slots_ = slots;
       workspace()->reserve(static_cast<size_t>(slots * sgemm::packed_b_floats(k_, cols)));
     } else {
-      workspace()->reserve(static_cast<size_t>(g_.group * sgemm::packed_b_floats(k_, pixels_)));
+      workspace()->reserve(static_cast<size_t>(g_.group * sgemm::packed_b_floats(k_, pixels_) + split_floats_));
     }
     if (!pointwise_) {
       // Each panel of kNR output pixels as runs of pixels in one output row,
@@ -314,7 +328,7 @@ class ConvKernel : public Kernel {
           float* yg = yn + g * mg_ * pixels_;
           const float* bg = bias_ ? bias_ + g * mg_ : nullptr;
           if (sgemm::gemm_direct_b(mg_, pixels_, k_, weights_ + g * w_group, xg, in_plane, yg,
-                                   pixels_, bg, false, &pool, &epilogue_)) {
+                                   pixels_, bg, false, &pool, &epilogue_, split_scratch(0))) {
             continue;
           }
           // The GEMM level changed since prepare (tests force levels): pack
@@ -322,7 +336,7 @@ class ConvKernel : public Kernel {
           unpacked_b_.resize(static_cast<size_t>(col_group));
           sgemm::pack_b(xg, in_plane, 1, k_, pixels_, unpacked_b_.data(), &pool);
           sgemm::gemm_packed(mg_, pixels_, k_, weights_ + g * w_group, unpacked_b_.data(), yg,
-                             pixels_, bg, false, &pool, &epilogue_);
+                             pixels_, bg, false, &pool, &epilogue_, split_scratch(0));
         }
         continue;
       }
@@ -341,7 +355,8 @@ class ConvKernel : public Kernel {
       auto gemm_group = [&](int64_t g, ThreadPool* p) {
         sgemm::gemm_packed(mg_, pixels_, k_, weights_ + g * w_group,
                            col() + g * col_group, yn + g * mg_ * pixels_, pixels_,
-                           bias_ ? bias_ + g * mg_ : nullptr, false, p, &epilogue_);
+                           bias_ ? bias_ + g * mg_ : nullptr, false, p, &epilogue_,
+                           split_scratch(g_.group * col_group));
       };
       if (g_.group >= pool.size() && g_.group > 1) {
         pool.parallel_for(g_.group, 1, [&](int64_t b, int64_t e) {
@@ -663,6 +678,7 @@ class ConvKernel : public Kernel {
   bool direct_b_ = false;  // pointwise, its input read in place by the GEMM (gemm_direct_b)
   std::vector<float> unpacked_b_;  // direct_b_ when the GEMM level no longer reads B in place
   int64_t block_cols_ = 0;   // > 0: run_blocked with blocks of this many columns
+  int64_t split_floats_ = 0;  // the k split's scratch (sgemm::k_split_floats), 0: none
   int64_t block_slots_ = 1;  // scratch slices reserved for run_blocked
   sgemm::Epilogue epilogue_;  // kNone unless a fused node handed one over
   kite::ops::FusedActivation tile_act_;  // epilogue_.tile's activation, when set
@@ -683,6 +699,9 @@ class ConvKernel : public Kernel {
  private:
   Workspace* workspace() const { return shared_workspace ? shared_workspace : &own_workspace_; }
   float* col() const { return workspace()->data(); }
+  // The k split's scratch at `offset` floats into the workspace (null when
+  // this convolution's GEMM takes no split).
+  float* split_scratch(int64_t offset) const { return split_floats_ > 0 ? col() + offset : nullptr; }
   struct Run {
     int64_t col;      // first column inside the panel
     int64_t count;    // pixels, all in one output row

@@ -186,6 +186,9 @@ struct Job {
   decltype(&detail::block_kernel_avx512) block;
   decltype(&detail::column_avx512) column;
   int64_t m, n, k;
+  // The k values this job sums, [k_begin, k_end) of k (a half of k for a
+  // split GEMM, k_split_at); the packed panels' strides stay k's.
+  int64_t k_begin, k_end;
   const float* pa;
   const float* pb;
   int64_t ldb;  // > 0: pb is a row-major B read in place (block kernels only), else packed
@@ -252,10 +255,10 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
   const bool lone_column =
       job.column && (tail == 1 || (tail == 9 && job.block == detail::block_kernel_avx2));
   const int64_t block_end = lone_column ? j_end - 1 : j_end;
-  for (int64_t k0 = 0; k0 < job.k; k0 += kKCBlock) {
-    const int64_t kc = std::min(kKCBlock, job.k - k0);
-    const bool add = job.accumulate || k0 > 0;
-    const Epilogue* epi = k0 + kc == job.k ? job.epilogue : nullptr;
+  for (int64_t k0 = job.k_begin; k0 < job.k_end; k0 += kKCBlock) {
+    const int64_t kc = std::min(kKCBlock, job.k_end - k0);
+    const bool add = job.accumulate || k0 > job.k_begin;
+    const Epilogue* epi = k0 + kc == job.k_end ? job.epilogue : nullptr;
     for (int64_t jp = jp0; jp < jp1; jp += 4) {
       const int64_t j = jp * kNR;
       const int64_t cols = std::min<int64_t>(4 * kNR, block_end - j);
@@ -293,7 +296,8 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
   if (lone_column) {
     const int64_t j = j_end - 1;
     const float* x = job.ldb > 0 ? job.pb + j : job.pb + j / kNR * job.k * kNR + j % kNR;
-    job.column(ip0, ip1, job.m, job.k, kKCBlock, job.pa, x, job.ldb > 0 ? job.ldb : kNR, job.c + j,
+    job.column(ip0, ip1, job.m, job.k, job.k_begin, job.k_end, kKCBlock, job.pa, x,
+               job.ldb > 0 ? job.ldb : kNR, job.c + j,
                job.ldc, job.row_bias, job.accumulate, job.epilogue);
   }
   // The task's block of C is final: the tile hook while it is in L2.
@@ -418,9 +422,35 @@ void pack_b(const float* b, int64_t row_stride, int64_t col_stride, int64_t k, i
 
 namespace {
 
+// C = (the second half's sums, in scratch, s[i * n + j]) + C, then the
+// epilogue's activation, over rows [r0, r1): the block kernels' store of a
+// later k block (sums + C, then finish_value's formulas), then the tile
+// hook on those rows.
+void add_second_half(const float* s, float* c, int64_t ldc, int64_t n, int64_t r0, int64_t r1,
+                     const Epilogue* epilogue) {
+  const Epilogue::Kind kind = epilogue ? epilogue->kind : Epilogue::kNone;
+  const float lo = epilogue ? epilogue->lo : 0.0f, hi = epilogue ? epilogue->hi : 0.0f;
+  for (int64_t i = r0; i < r1; ++i) {
+    float* __restrict ci = c + i * ldc;
+    const float* __restrict si = s + i * n;
+    if (kind == Epilogue::kRelu) {
+      for (int64_t j = 0; j < n; ++j) ci[j] = finish<Epilogue::kRelu>(si[j] + ci[j], 0.0f, 0.0f);
+    } else if (kind == Epilogue::kClip) {
+      for (int64_t j = 0; j < n; ++j) {
+        float v = si[j] + ci[j];
+        v = lo > v ? lo : v;
+        ci[j] = hi < v ? hi : v;
+      }
+    } else {
+      for (int64_t j = 0; j < n; ++j) ci[j] = si[j] + ci[j];
+    }
+  }
+  finish_tile(epilogue, c + r0 * ldc, ldc, r1 - r0, n);
+}
+
 void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const float* b, int64_t ldb,
               float* c, int64_t ldc, const float* row_bias, bool accumulate, ThreadPool* pool,
-              const Epilogue* epilogue) {
+              const Epilogue* epilogue, float* split_scratch) {
   if (m <= 0 || n <= 0) return;
   if (epilogue && epilogue->kind == Epilogue::kNone && epilogue->tile == nullptr) epilogue = nullptr;
   if (k <= 0) {
@@ -492,13 +522,18 @@ void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const floa
           level == MicroKernel::kAvx512    ? detail::column_avx512
           : level == MicroKernel::kAvx2Fma ? detail::column_avx2
                                            : nullptr,
-          m, n, k, packed_a, b, ldb, c, ldc,
+          m, n, k, 0, k, packed_a, b, ldb, c, ldc,
           row_bias, accumulate, epilogue, 0, 0, 0, 0, 0};
   job.m_panels = (m + kMR - 1) / kMR;
   job.n_panels = (n + kNR - 1) / kNR;
   job.row_block = std::min(job.m_panels, kMCPanels);
   job.col_block = std::min(job.n_panels, kNCPanels);
-  const int64_t threads = pool ? pool->size() : 1;
+  // k in two halves (k_split_at) where the caller gave the scratch and the
+  // level has block kernels (which take a k range): each half's tasks on
+  // half of the threads, as a GEMM of its own.
+  const int64_t k_half = split_scratch && job.block ? k_split_at(m, k) : 0;
+  const int64_t pool_threads = pool ? pool->size() : 1;
+  const int64_t threads = k_half > 0 ? std::max<int64_t>(1, pool_threads / 2) : pool_threads;
   auto tasks_for = [&](int64_t rb, int64_t cb) {
     return ((job.m_panels + rb - 1) / rb) * ((job.n_panels + cb - 1) / cb);
   };
@@ -553,6 +588,31 @@ void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const floa
   }
   job.row_tasks = (job.m_panels + job.row_block - 1) / job.row_block;
   const int64_t tasks = tasks_for(job.row_block, job.col_block);
+  if (k_half > 0) {
+    // The first half into C (with the bias, or onto C when accumulating),
+    // the second from zero into the scratch; then C = scratch + C and the
+    // epilogue, rows split across the threads. The first half's tasks
+    // first: on 2 threads, thread 0 sums k below k_half, thread 1 the rest.
+    Job first = job, second = job;
+    first.k_end = k_half;
+    first.epilogue = nullptr;
+    second.k_begin = k_half;
+    second.c = split_scratch;
+    second.ldc = n;
+    second.row_bias = nullptr;
+    second.accumulate = false;
+    second.epilogue = nullptr;
+    auto half_task = [&](int64_t t) { t < tasks ? run_task(first, t) : run_task(second, t - tasks); };
+    auto add = [&](int64_t r0, int64_t r1) { add_second_half(split_scratch, c, ldc, n, r0, r1, epilogue); };
+    if (pool && pool_threads > 1) {
+      pool->for_each_task(pool_threads, 2 * tasks, [&](int64_t, int64_t t) { half_task(t); });
+      pool->parallel_for(m, std::max<int64_t>(1, 2048 / n), add);
+    } else {
+      for (int64_t t = 0; t < 2 * tasks; ++t) half_task(t);
+      add(0, m);
+    }
+    return;
+  }
   if (pool && tasks > 1 && pool->size() > 1) {
     // One task at a time (for_each_task: each thread its share, then the
     // ends of the others'): parallel_for's chunks of several tasks left a
@@ -568,8 +628,8 @@ void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const floa
 
 void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const float* packed_b,
                  float* c, int64_t ldc, const float* row_bias, bool accumulate,
-                 ThreadPool* pool, const Epilogue* epilogue) {
-  run_gemm(m, n, k, packed_a, packed_b, 0, c, ldc, row_bias, accumulate, pool, epilogue);
+                 ThreadPool* pool, const Epilogue* epilogue, float* split_scratch) {
+  run_gemm(m, n, k, packed_a, packed_b, 0, c, ldc, row_bias, accumulate, pool, epilogue, split_scratch);
 }
 
 namespace {
@@ -608,9 +668,20 @@ constexpr int64_t kShortRowsMinRowsAvx2 = 160;
 // 4096 x 32: 0.14 in place, 0.18 packed; a 16-to-2 head on a 128x128
 // plane 0.06 against 0.12 ms): from kSharedSetsMinRowsAvx2 rows.
 constexpr int64_t kSharedSetsMinRowsAvx2 = 64;
+// k_split_at: halves of this many k values at least, split at a multiple
+// of kSplitStep (the depthwise kernels' blocks of 16 channels, which the
+// layer before a projection splits between the threads).
+constexpr int64_t kMinSplitHalf = 128;
+constexpr int64_t kSplitStep = 16;
 inline bool rows_share_l1_sets(int64_t n) { return n >= 1024 && n % 512 == 0; }
 
 }  // namespace
+
+int64_t k_split_at(int64_t m, int64_t k) {
+  if (!level_reads_b_in_place(active_level())) return 0;  // the block kernels' levels only
+  if (m < 1 || k < 2 * kMinSplitHalf || 2 * m > k) return 0;
+  return k / 2 / kSplitStep * kSplitStep;
+}
 
 bool reads_b_in_place(int64_t m, int64_t n) {
   const MicroKernel level = active_level();
@@ -624,9 +695,9 @@ bool reads_b_in_place(int64_t m, int64_t n) {
 
 bool gemm_direct_b(int64_t m, int64_t n, int64_t k, const float* packed_a, const float* b,
                    int64_t ldb, float* c, int64_t ldc, const float* row_bias, bool accumulate,
-                   ThreadPool* pool, const Epilogue* epilogue) {
+                   ThreadPool* pool, const Epilogue* epilogue, float* split_scratch) {
   if (!level_reads_b_in_place(active_level()) || ldb < n || ldb <= 0) return false;
-  run_gemm(m, n, k, packed_a, b, ldb, c, ldc, row_bias, accumulate, pool, epilogue);
+  run_gemm(m, n, k, packed_a, b, ldb, c, ldc, row_bias, accumulate, pool, epilogue, split_scratch);
   return true;
 }
 

@@ -93,9 +93,30 @@ inline void store_column_panel(const float* sums, int64_t ip, int64_t m, float* 
 // C(i, j) = c[i * ldc + j] gets A*B (+ row_bias[i] when given), or, with
 // accumulate, C += A*B; then the epilogue, when given. pool null: runs on
 // the calling thread.
+// split_scratch: k_split_floats(m, n, k) floats, or null (no split; see
+// k_split_at).
 void gemm_packed(int64_t m, int64_t n, int64_t k, const float* packed_a, const float* packed_b,
                  float* c, int64_t ldc, const float* row_bias, bool accumulate,
-                 ThreadPool* pool, const Epilogue* epilogue = nullptr);
+                 ThreadPool* pool, const Epilogue* epilogue = nullptr,
+                 float* split_scratch = nullptr);
+
+// Where a GEMM of m rows and k sums k in two halves when its caller gives
+// it the scratch (0: it does not): the first half's sums into C, the
+// second's into the scratch (k_split_floats: m x n floats), then C =
+// scratch + C and the epilogue. On two threads each thread sums one half.
+// For a pointwise projection on a small plane, whose input (B, k channels)
+// comes from a depthwise layer that split its channels between the
+// threads: each thread then reads the channels its core wrote, and only C
+// (at most half the size of B: 2m <= k) crosses between the cores; each
+// half has 128 values of k at least; the AVX2 and AVX-512 levels. The
+// split depends on m and k alone, and on whether the caller passes the
+// scratch (conv.cpp: from the plane's width, the same for a band of the
+// plane as for the whole), never on the threads: a value's bits are the
+// same on any number of threads.
+int64_t k_split_at(int64_t m, int64_t k);
+inline int64_t k_split_floats(int64_t m, int64_t n, int64_t k) {
+  return k_split_at(m, k) > 0 ? m * n : 0;
+}
 
 // Whether this process's GEMM level reads a row-major B in place
 // (gemm_direct_b) and, for a GEMM of m rows and n columns, gains by it:
@@ -115,7 +136,8 @@ inline bool splits_columns_by_thread(int64_t ldc) { return ldc % 16 == 0; }
 // (nothing done) on the others.
 bool gemm_direct_b(int64_t m, int64_t n, int64_t k, const float* packed_a, const float* b,
                    int64_t ldb, float* c, int64_t ldc, const float* row_bias, bool accumulate,
-                   ThreadPool* pool, const Epilogue* epilogue = nullptr);
+                   ThreadPool* pool, const Epilogue* epilogue = nullptr,
+                   float* split_scratch = nullptr);
 
 // The micro-kernel in use: the portable one, or the best one the processor
 // offers (AVX-512F, else AVX2+FMA on x86-64; NEON on AArch64), chosen once at
@@ -160,7 +182,8 @@ void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float*
 // last lone column (49 = 3 x 16 + 1: the 7x7 planes) and n = 1 (the
 // squeeze-and-excitation layers) go there instead of a 16-column tile of
 // one useful column.
-void column_avx2(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t kc_block,
+void column_avx2(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t k_begin,
+                 int64_t k_end, int64_t kc_block,
                  const float* packed_a, const float* x, int64_t x_stride, float* y, int64_t ldy,
                  const float* row_bias, bool accumulate, const Epilogue* epilogue);
 // pack_a_panel_avx512's contract eight columns at a time (an 8x8 transpose
@@ -206,7 +229,8 @@ void gemv_panels_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, const fl
 // the row bias, then the epilogue: the bits block_kernel_avx512 gives that
 // column, so a column's value does not depend on how many columns are
 // computed with it (the memory budget's spatial splits rely on that).
-void column_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t kc_block,
+void column_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t k_begin,
+                 int64_t k_end, int64_t kc_block,
                    const float* packed_a, const float* x, int64_t x_stride, float* y, int64_t ldy,
                    const float* row_bias, bool accumulate, const Epilogue* epilogue);
 // One row of C (m = 1: a fully connected layer at batch 1, x times packed

@@ -276,7 +276,7 @@ __attribute__((target("avx2,fma"))) void tile2x32(int64_t kc, const float* a, co
 // NP panels of column_avx2, one k block: panel q's six rows in lanes 0-5
 // of acc[q], NP independent FMA chains.
 template <int NP>
-__attribute__((target("avx2,fma"))) void column_block(int64_t ip, int64_t m, int64_t k, int64_t k0,
+__attribute__((target("avx2,fma"))) void column_block(int64_t ip, int64_t m, int64_t k, int64_t k_end, int64_t k0,
                                                       int64_t kc, const float* packed_a, const float* x,
                                                       int64_t x_stride, float* y, int64_t ldy,
                                                       const float* row_bias, bool add,
@@ -293,7 +293,7 @@ __attribute__((target("avx2,fma"))) void column_block(int64_t ip, int64_t m, int
   // The block kernel's store, value by value: the k block's sum, then + C
   // (a later k block, or accumulate) or + the row bias, then the epilogue
   // after the last k block, its formulas.
-  const bool last = k0 + kc == k;
+  const bool last = k0 + kc == k_end;
   alignas(32) float lanes[NP][8];
   for (int q = 0; q < NP; ++q) _mm256_store_ps(lanes[q], acc[q]);
   for (int q = 0; q < NP; ++q) store_column_panel(lanes[q], ip + q, m, y, ldy, row_bias, add, last, epilogue);
@@ -301,21 +301,22 @@ __attribute__((target("avx2,fma"))) void column_block(int64_t ip, int64_t m, int
 
 }  // namespace
 
-void column_avx2(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t kc_block,
+void column_avx2(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t k_begin,
+                 int64_t k_end, int64_t kc_block,
                  const float* packed_a, const float* x, int64_t x_stride, float* y, int64_t ldy,
                  const float* row_bias, bool accumulate, const Epilogue* epilogue) {
   // Four panels (four FMA chains) at a time, the rest in one smaller step;
   // k blocks as the block kernel's.
   for (int64_t ip = ip0; ip < ip1; ip += 4) {
     const int64_t np = std::min<int64_t>(4, ip1 - ip);
-    for (int64_t k0 = 0; k0 < k; k0 += kc_block) {
-      const int64_t kc = std::min(kc_block, k - k0);
-      const bool add = accumulate || k0 > 0;
+    for (int64_t k0 = k_begin; k0 < k_end; k0 += kc_block) {
+      const int64_t kc = std::min(kc_block, k_end - k0);
+      const bool add = accumulate || k0 > k_begin;
       switch (np) {
-        case 4: column_block<4>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        case 3: column_block<3>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        case 2: column_block<2>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        default: column_block<1>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 4: column_block<4>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 3: column_block<3>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 2: column_block<2>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        default: column_block<1>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
       }
     }
   }
@@ -497,7 +498,7 @@ void block_kernel_avx2(int, int, int64_t, const float*, const float*, const floa
 int64_t pack_a_panel_avx2(const float*, int64_t, int64_t, float, float*) { return 0; }
 void row_avx2(int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, float*, const float*,
               bool, const Epilogue*) {}
-void column_avx2(int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t, float*,
+void column_avx2(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t, float*,
                  int64_t, const float*, bool, const Epilogue*) {}
 
 }  // namespace kite::cpu::sgemm::detail

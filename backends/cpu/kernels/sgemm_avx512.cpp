@@ -294,7 +294,7 @@ namespace {
 // NP panels (two per vector: rows of panel 2h in lanes 0-5, of panel 2h + 1
 // in lanes 8-13) of column_avx512, one k block.
 template <int NP>
-void column_block(int64_t ip, int64_t m, int64_t k, int64_t k0, int64_t kc, const float* packed_a,
+void column_block(int64_t ip, int64_t m, int64_t k, int64_t k_end, int64_t k0, int64_t kc, const float* packed_a,
                   const float* x, int64_t x_stride, float* y, int64_t ldy, const float* row_bias,
                   bool add, const Epilogue* epilogue) {
   constexpr int NV = (NP + 1) / 2;
@@ -315,7 +315,7 @@ void column_block(int64_t ip, int64_t m, int64_t k, int64_t k0, int64_t kc, cons
   // The block kernel's store, value by value: the k block's sum, then + C
   // (a later k block, or accumulate) or + the row bias, then the epilogue
   // after the last k block, its formulas.
-  const bool last = k0 + kc == k;
+  const bool last = k0 + kc == k_end;
   alignas(64) float lanes[NV][16];
   for (int v = 0; v < NV; ++v) _mm512_store_ps(lanes[v], acc[v]);
   for (int q = 0; q < NP; ++q) {
@@ -325,25 +325,26 @@ void column_block(int64_t ip, int64_t m, int64_t k, int64_t k0, int64_t kc, cons
 
 }  // namespace
 
-void column_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t kc_block,
+void column_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t k_begin,
+                 int64_t k_end, int64_t kc_block,
                    const float* packed_a, const float* x, int64_t x_stride, float* y, int64_t ldy,
                    const float* row_bias, bool accumulate, const Epilogue* epilogue) {
   // Eight panels (four vectors, four FMA chains) at a time, the rest in one
   // smaller step; k blocks as the block kernel's.
   for (int64_t ip = ip0; ip < ip1; ip += 8) {
     const int64_t np = std::min<int64_t>(8, ip1 - ip);
-    for (int64_t k0 = 0; k0 < k; k0 += kc_block) {
-      const int64_t kc = std::min(kc_block, k - k0);
-      const bool add = accumulate || k0 > 0;
+    for (int64_t k0 = k_begin; k0 < k_end; k0 += kc_block) {
+      const int64_t kc = std::min(kc_block, k_end - k0);
+      const bool add = accumulate || k0 > k_begin;
       switch (np) {
-        case 8: column_block<8>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        case 7: column_block<7>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        case 6: column_block<6>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        case 5: column_block<5>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        case 4: column_block<4>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        case 3: column_block<3>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        case 2: column_block<2>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        default: column_block<1>(ip, m, k, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 8: column_block<8>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 7: column_block<7>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 6: column_block<6>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 5: column_block<5>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 4: column_block<4>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 3: column_block<3>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 2: column_block<2>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        default: column_block<1>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
       }
     }
   }
@@ -429,7 +430,7 @@ void block_kernel_avx512(int, int, int64_t, const float*, const float*, const fl
 int64_t pack_a_panel_avx512(const float*, int64_t, int64_t, float, float*) { return 0; }
 void gemv_panels_avx512(int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t,
                         float*, int64_t, const float*, bool, const Epilogue*) {}
-void column_avx512(int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t,
+void column_avx512(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t,
                    float*, int64_t, const float*, bool, const Epilogue*) {}
 void row_avx512(int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, float*,
                 const float*, bool, const Epilogue*) {}
