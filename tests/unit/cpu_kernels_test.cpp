@@ -719,6 +719,60 @@ TEST(Sgemm, KSplitHasTheSameBitsOnAnyThreadsAndMatchesTheReference) {
   if (levels == 0) GTEST_SKIP() << "the k split runs on the AVX2 and AVX-512 levels only";
 }
 
+// Where C's rows are line-aligned the threads split its columns in shares
+// of whole panel pairs, each in column blocks that end on the shares'
+// edges (sgemm.cpp, share_edge). Every column of C written, once, with
+// one thread's bits, on 2, 3 and 4 threads: planes of 28x28, 56x56 and
+// 208 columns (26 panels), rows in one panel pair and in many, k small
+// (more blocks a share) and large, B in place and packed; C starts past
+// NaN-filled padding so that a lost or doubled column shows.
+TEST(Sgemm, ColumnSharesCoverEveryColumnWithOneThreadsBits) {
+  namespace sg = kite::cpu::sgemm;
+  kite::cpu::ThreadPool p2(2), p3(3), p4(4);
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{192, 784, 32}, {32, 784, 192}, {12, 3136, 24}, {64, 208, 300}};
+  for (const Shape& sh : shapes) {
+    const int64_t m = sh.m, n = sh.n, k = sh.k, ldc = n;
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
+    ASSERT_TRUE(sg::splits_columns_by_thread(ldc));
+    const std::vector<float> a = Random(m * k, 201), b = Random(k * n, 202), bias = Random(m, 203);
+    std::vector<float> pa(static_cast<size_t>(sg::packed_a_floats(m, k)));
+    std::vector<float> pb(static_cast<size_t>(sg::packed_b_floats(k, n)));
+    sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
+    sg::pack_b(b.data(), n, 1, k, n, pb.data(), nullptr);
+    for (int direct = 0; direct < 2; ++direct) {
+      std::vector<float> want;
+      for (kite::cpu::ThreadPool* pool : {static_cast<kite::cpu::ThreadPool*>(nullptr), &p2, &p3, &p4}) {
+        std::vector<float> c(static_cast<size_t>(m * ldc), std::nanf(""));
+        if (!direct) {
+          sg::gemm_packed(m, n, k, pa.data(), pb.data(), c.data(), ldc, bias.data(), false, pool);
+        } else if (!sg::gemm_direct_b(m, n, k, pa.data(), b.data(), n, c.data(), ldc, bias.data(), false, pool)) {
+          continue;  // a level that packs B
+        }
+        for (size_t i = 0; i < c.size(); ++i) ASSERT_FALSE(std::isnan(c[i])) << "not written: " << i;
+        if (want.empty()) {
+          want = c;
+          continue;
+        }
+        ASSERT_EQ(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)), 0)
+            << "direct " << direct << ", " << pool->size() << " threads";
+      }
+      // One value per row against the sum, so that a wrong column shows too.
+      for (int64_t i = 0; i < m; i += 7) {
+        const int64_t j = (i * 131) % n;
+        double s = bias[i], mag = std::fabs(bias[i]);
+        for (int64_t p = 0; p < k; ++p) {
+          s += static_cast<double>(a[i * k + p]) * b[p * n + j];
+          mag += std::fabs(static_cast<double>(a[i * k + p]) * b[p * n + j]);
+        }
+        ASSERT_NEAR(want[i * ldc + j], s, (k + 2) * std::ldexp(1.0, -24) * mag) << i << "," << j;
+      }
+    }
+  }
+}
+
 TEST(Sgemm, TileHookRunsOnceOnEveryValueWithTheActivationsBits) {
   using kite::cpu::sgemm::MicroKernel;
   namespace sg = kite::cpu::sgemm;

@@ -200,6 +200,10 @@ struct Job {
   int64_t m_panels, n_panels;
   int64_t row_block, col_block;  // panels per task
   int64_t row_tasks;
+  // col_shares > 0: the columns in that many shares, one a thread (each a
+  // whole number of panel pairs), each in share_blocks column blocks;
+  // col_block unused.
+  int64_t col_shares = 0, share_blocks = 1;
 };
 
 // The block kernels' path: blocks of up to 2 A panels by 4 B panels,
@@ -237,7 +241,10 @@ void gemv(int64_t ip0, int64_t ip1, int64_t m, int64_t k, const float* packed_a,
                              epilogue);
 }
 
-void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t jp1) {
+// own_end: where the calling thread's columns of C end (its share of a
+// column split, else n): the tiles fetch C's lines ahead for writing only
+// before it.
+void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t jp1, int64_t own_end) {
   // A last column alone in its 16-lane vector (n = 49: the 7x7 planes of
   // the mobilenets' and efficientnet's last stages) goes to column_avx512
   // (column_avx2 on AVX2, whose tiles are 16 columns too),
@@ -289,7 +296,7 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
         const float* a_next = jp == jp0 && ip + 2 < ip1 ? a0 + 2 * job.k * kMR : nullptr;
         job.block(na, nz, kc, a0, na == 2 ? a0 + job.k * kMR : a0, b, job.ldb, prefetch, whole_rows,
                   job.c + i * job.ldc + j, job.ldc, rows, cols, job.row_bias ? job.row_bias + i : nullptr,
-                  add, epi, a_next);
+                  add, epi, a_next, own_end - j);
       }
     }
   }
@@ -305,6 +312,13 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
   finish_tile(job.epilogue, job.c + i0 * job.ldc + j0, job.ldc, std::min(ip1 * kMR, job.m) - i0, j_end - j0);
 }
 
+// Where share s of `shares` begins (s = shares: n_panels), on an even
+// panel: the shares are whole pairs of panels, 16 floats, so that no line
+// of C is written by two threads where C's rows start on lines.
+inline int64_t share_edge(int64_t n_panels, int64_t s, int64_t shares) {
+  return s >= shares ? n_panels : (n_panels * s / shares + 1) / 2 * 2;
+}
+
 void run_task(const Job& job, int64_t task) {
   // Column blocks outer: the pool gives thread i the i-th contiguous share
   // of the tasks, so it writes (and the next layer, split the same way,
@@ -313,10 +327,19 @@ void run_task(const Job& job, int64_t task) {
   const int64_t rb = task % job.row_tasks;
   const int64_t ip0 = rb * job.row_block;
   const int64_t ip1 = std::min(job.m_panels, ip0 + job.row_block);
-  const int64_t jp0 = cb * job.col_block;
-  const int64_t jp1 = std::min(job.n_panels, jp0 + job.col_block);
+  int64_t jp0 = cb * job.col_block;
+  int64_t jp1 = std::min(job.n_panels, jp0 + job.col_block);
+  int64_t own_end = job.n;
+  if (job.col_shares > 0) {
+    const int64_t share = cb / job.share_blocks, block = cb % job.share_blocks;
+    const int64_t s0 = share_edge(job.n_panels, share, job.col_shares);
+    const int64_t s1 = share_edge(job.n_panels, share + 1, job.col_shares);
+    jp0 = s0 + (s1 - s0) * block / job.share_blocks / 2 * 2;
+    jp1 = block + 1 == job.share_blocks ? s1 : s0 + (s1 - s0) * (block + 1) / job.share_blocks / 2 * 2;
+    own_end = std::min(job.n, s1 * kNR);
+  }
   if (job.block) {
-    run_blocks(job, ip0, ip1, jp0, jp1);
+    run_blocks(job, ip0, ip1, jp0, jp1, own_end);
     return;
   }
   alignas(64) float acc[2][kMR * kNR];
@@ -535,7 +558,8 @@ void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const floa
   const int64_t pool_threads = pool ? pool->size() : 1;
   const int64_t threads = k_half > 0 ? std::max<int64_t>(1, pool_threads / 2) : pool_threads;
   auto tasks_for = [&](int64_t rb, int64_t cb) {
-    return ((job.m_panels + rb - 1) / rb) * ((job.n_panels + cb - 1) / cb);
+    const int64_t col_tasks = job.col_shares > 0 ? job.col_shares * job.share_blocks : (job.n_panels + cb - 1) / cb;
+    return ((job.m_panels + rb - 1) / rb) * col_tasks;
   };
   // Enough tasks to keep every thread busy: split columns first (B panels
   // are the larger operand in convolutions), then rows.
@@ -568,20 +592,33 @@ void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const floa
   // threads, and that cost more than the rows split: the GEMM 384 x 196 x
   // 384 alone 0.45 ms split by columns, 0.34 by rows (1 thread 0.65); a
   // 14x14 stack of 384-channel pointwise and depthwise layers 2.52 -> 2.00.
+  // The shares' edges are the column blocks' (share_edge): with blocks of
+  // kNCPanels from column 0 instead, a 28x28 plane's 98 panels went 64 to
+  // one thread and 34 to the other, which took the end of the first's
+  // share and so read and wrote pixels the layers around left on the
+  // other core (mobilenet_v2's 28x28 blocks ran slower on 2 threads than
+  // on 1).
   constexpr int64_t kMinPanelsPerThread = 8;
-  if (threads > 1 && job.n_panels >= kMinPanelsPerThread * threads && splits_columns_by_thread(ldc)) {
-    const int64_t share = (job.n_panels + threads - 1) / threads;
-    job.col_block = std::min(job.col_block, (share + 1) / 2 * 2);
+  const bool shares = threads > 1 && job.n_panels >= kMinPanelsPerThread * threads && splits_columns_by_thread(ldc);
+  const int64_t share = (job.n_panels + threads - 1) / threads;
+  if (shares) {
+    job.col_shares = threads;
+    job.share_blocks = (share + kNCPanels - 1) / kNCPanels;
   }
+  // Panels per column block (a share's blocks: about that many).
+  auto col_panels = [&] { return shares ? share / job.share_blocks : job.col_block; };
   const bool rows_first = m > n;
-  while (threads > 1 && tasks_for(job.row_block, job.col_block) < want &&
-         (job.col_block > 1 || job.row_block > 1)) {
-    bool rows = rows_first ? job.row_block > 2 || job.col_block <= 4
-                           : !(job.col_block > 4 || job.row_block == 1);
+  while (threads > 1 && tasks_for(job.row_block, job.col_block) < want) {
+    // A share's blocks stay four panels wide at least.
+    const bool cols_can = shares ? share / (2 * job.share_blocks) >= 4 : job.col_block > 1;
+    if (!cols_can && job.row_block == 1) break;
+    bool rows = rows_first ? job.row_block > 2 || col_panels() <= 4 : !(col_panels() > 4 || job.row_block == 1);
     if (rows && job.row_block == 1) rows = false;
-    if (!rows && job.col_block == 1) rows = true;
+    if (!rows && !cols_can) rows = true;
     if (rows) {
       job.row_block = (job.row_block + 1) / 2;
+    } else if (shares) {
+      job.share_blocks *= 2;
     } else {
       job.col_block = (job.col_block + 1) / 2;
     }

@@ -86,7 +86,8 @@ __attribute__((target("avx2,fma,prfchw"))) void tile6x16(int64_t kc, const float
                                                   const float* hi, int64_t ldb, int64_t prefetch,
                                                   float* c, int64_t ldc, int64_t rows, int64_t cols,
                                                   const float* row_bias, bool add, const Epilogue* epi,
-                                                  const float* a_next, int64_t whole_rows = 0) {
+                                                  const float* a_next, bool store_ahead,
+                                                  int64_t whole_rows = 0) {
   __m256 acc[R][2];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
@@ -159,8 +160,9 @@ __attribute__((target("avx2,fma,prfchw"))) void tile6x16(int64_t kc, const float
       float* cr = c + r * ldc;
       _mm256_storeu_ps(cr, acc[r][0]);
       _mm256_storeu_ps(cr + 8, acc[r][1]);
-      // The row's line kStorePrefetch floats on, for writing.
-      _mm_prefetch(reinterpret_cast<const char*>(cr + kStorePrefetch), _MM_HINT_ET0);
+      // The row's line kStorePrefetch floats on, for writing, when the
+      // task's columns go on that far (store_ahead).
+      if (store_ahead) _mm_prefetch(reinterpret_cast<const char*>(cr + kStorePrefetch), _MM_HINT_ET0);
     }
     return;
   }
@@ -420,7 +422,7 @@ __attribute__((target("avx2,fma"))) void row_avx2(int64_t jp0, int64_t jp1, int6
 void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float* a1,
                        const float* const* b, int64_t ldb, int64_t prefetch, int64_t whole_rows,
                        float* c, int64_t ldc, int64_t rows, int64_t cols, const float* row_bias,
-                       bool add, const Epilogue* epi, const float* a_next) {
+                       bool add, const Epilogue* epi, const float* a_next, int64_t c_room) {
   // A last panel of 1 or 2 rows under 32 whole columns: one 2x32 tile.
   if (cols == 32 && rows - (na - 1) * kMR <= 2) {
     const int q = na - 1;
@@ -459,27 +461,28 @@ void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float*
       // The first 16 columns fetch the next block's panels (as far apart
       // as this block's), one each.
       const float* an = z == 0 && a_next ? a_next + (a1 - a0) * q : nullptr;
+      const bool ahead = c_room - 16 * z >= kStorePrefetch + 16;
       if (qr <= 4) {
         // A last panel of 3 or 4 rows: the 4-row tile.
         if (ldb > 0) {
           const float* lo = b[0] + 16 * z;
           if (zc == 16) {
-            tile6x16<true, false, 4>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi, an);
+            tile6x16<true, false, 4>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi, an, ahead);
           } else {
-            tile6x16<true, true, 4>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi, an, whole_rows);
+            tile6x16<true, true, 4>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi, an, ahead, whole_rows);
           }
         } else {
-          tile6x16<false, false, 4>(kc, a, b[2 * z], b[2 * z + 1], 0, 0, cq, ldc, qr, zc, bias, add, epi, an);
+          tile6x16<false, false, 4>(kc, a, b[2 * z], b[2 * z + 1], 0, 0, cq, ldc, qr, zc, bias, add, epi, an, ahead);
         }
       } else if (ldb > 0) {
         const float* lo = b[0] + 16 * z;
         if (zc == 16) {
-          tile6x16<true, false>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi, an);
+          tile6x16<true, false>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi, an, ahead);
         } else {
-          tile6x16<true, true>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi, an, whole_rows);
+          tile6x16<true, true>(kc, a, lo, lo, ldb, prefetch, cq, ldc, qr, zc, bias, add, epi, an, ahead, whole_rows);
         }
       } else {
-        tile6x16<false, false>(kc, a, b[2 * z], b[2 * z + 1], 0, 0, cq, ldc, qr, zc, bias, add, epi, an);
+        tile6x16<false, false>(kc, a, b[2 * z], b[2 * z + 1], 0, 0, cq, ldc, qr, zc, bias, add, epi, an, ahead);
       }
     }
   }
@@ -494,7 +497,7 @@ namespace kite::cpu::sgemm::detail {
 bool cpu_supports_avx2_fma() { return false; }
 void block_kernel_avx2(int, int, int64_t, const float*, const float*, const float* const*, int64_t,
                        int64_t, int64_t, float*, int64_t, int64_t, int64_t, const float*, bool, const Epilogue*,
-                       const float*) {}
+                       const float*, int64_t) {}
 int64_t pack_a_panel_avx2(const float*, int64_t, int64_t, float, float*) { return 0; }
 void row_avx2(int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, float*, const float*,
               bool, const Epilogue*) {}

@@ -77,7 +77,7 @@ inline __mmask16 column_mask(int64_t left) {
 template <int NA, int NZ, bool Direct>
 void block(int64_t kc, const float* a0, const float* a1, const float* const* b, int64_t ldb,
            int64_t prefetch, float* c, int64_t ldc, int64_t rows, int64_t cols,
-           const float* row_bias, bool add, const Epilogue* epi) {
+           const float* row_bias, bool add, const Epilogue* epi, bool store_ahead) {
   constexpr int R = NA * static_cast<int>(kMR);
   __m512 acc[R][NZ];
 #pragma GCC unroll 12
@@ -164,7 +164,7 @@ void block(int64_t kc, const float* a0, const float* a1, const float* const* b, 
       }
       _mm512_mask_storeu_ps(cr + 16 * z, m, v);
     }
-    if (NZ == 2 && cols == 32) {  // a full strip: more may follow
+    if (NZ == 2 && cols == 32 && store_ahead) {  // a full strip, and the task's columns go on
       _mm_prefetch(reinterpret_cast<const char*>(cr + kStorePrefetch), _MM_HINT_ET0);
       _mm_prefetch(reinterpret_cast<const char*>(cr + kStorePrefetch + 16), _MM_HINT_ET0);
     }
@@ -177,21 +177,23 @@ void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const floa
                          const float* const* b, int64_t ldb, int64_t prefetch, int64_t /*whole_rows*/,
                          float* c,
                          int64_t ldc, int64_t rows, int64_t cols, const float* row_bias, bool add,
-                         const Epilogue* epi, const float* /*a_next: not used on this level*/) {
+                         const Epilogue* epi, const float* /*a_next: not used on this level*/,
+                         int64_t c_room) {
+  const bool ahead = c_room >= kStorePrefetch + 32;
   if (ldb > 0) {
     if (na == 2) {
-      if (nz == 2) return block<2, 2, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi);
-      return block<2, 1, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi);
+      if (nz == 2) return block<2, 2, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi, ahead);
+      return block<2, 1, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi, ahead);
     }
-    if (nz == 2) return block<1, 2, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi);
-    return block<1, 1, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi);
+    if (nz == 2) return block<1, 2, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi, ahead);
+    return block<1, 1, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi, ahead);
   }
   if (na == 2) {
-    if (nz == 2) return block<2, 2, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi);
-    return block<2, 1, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi);
+    if (nz == 2) return block<2, 2, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead);
+    return block<2, 1, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead);
   }
-  if (nz == 2) return block<1, 2, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi);
-  return block<1, 1, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi);
+  if (nz == 2) return block<1, 2, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead);
+  return block<1, 1, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead);
 }
 
 // Output vector j (0-5) of a 16-column step holds elements 16j .. 16j + 15
@@ -426,7 +428,7 @@ namespace kite::cpu::sgemm::detail {
 bool cpu_supports_avx512f() { return false; }
 void block_kernel_avx512(int, int, int64_t, const float*, const float*, const float* const*, int64_t,
                          int64_t, int64_t, float*, int64_t, int64_t, int64_t, const float*, bool,
-                         const Epilogue*, const float*) {}
+                         const Epilogue*, const float*, int64_t) {}
 int64_t pack_a_panel_avx512(const float*, int64_t, int64_t, float, float*) { return 0; }
 void gemv_panels_avx512(int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t,
                         float*, int64_t, const float*, bool, const Epilogue*) {}
