@@ -445,30 +445,18 @@ void pack_b(const float* b, int64_t row_stride, int64_t col_stride, int64_t k, i
 
 namespace {
 
-// C = (the second half's sums, in scratch, s[i * n + j]) + C, then the
-// epilogue's activation, over rows [r0, r1): the block kernels' store of a
-// later k block (sums + C, then finish_value's formulas), then the tile
-// hook on those rows.
+// C = (the second half's sums, in scratch, s[i * n + j]) + C over rows
+// [r0, r1), the block kernels' store of a later k block (sums + C), then
+// the epilogue (apply_epilogue: the activation's formulas, the tile hook)
+// on those rows while they are in L1.
 void add_second_half(const float* s, float* c, int64_t ldc, int64_t n, int64_t r0, int64_t r1,
                      const Epilogue* epilogue) {
-  const Epilogue::Kind kind = epilogue ? epilogue->kind : Epilogue::kNone;
-  const float lo = epilogue ? epilogue->lo : 0.0f, hi = epilogue ? epilogue->hi : 0.0f;
   for (int64_t i = r0; i < r1; ++i) {
     float* __restrict ci = c + i * ldc;
     const float* __restrict si = s + i * n;
-    if (kind == Epilogue::kRelu) {
-      for (int64_t j = 0; j < n; ++j) ci[j] = finish<Epilogue::kRelu>(si[j] + ci[j], 0.0f, 0.0f);
-    } else if (kind == Epilogue::kClip) {
-      for (int64_t j = 0; j < n; ++j) {
-        float v = si[j] + ci[j];
-        v = lo > v ? lo : v;
-        ci[j] = hi < v ? hi : v;
-      }
-    } else {
-      for (int64_t j = 0; j < n; ++j) ci[j] = si[j] + ci[j];
-    }
+    for (int64_t j = 0; j < n; ++j) ci[j] = si[j] + ci[j];
   }
-  finish_tile(epilogue, c + r0 * ldc, ldc, r1 - r0, n);
+  if (epilogue) apply_epilogue(*epilogue, c + r0 * ldc, ldc, r1 - r0, n);
 }
 
 void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const float* b, int64_t ldb,
