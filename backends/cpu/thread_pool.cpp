@@ -32,7 +32,6 @@ bool spin_until(F done) {
 }
 
 constexpr uint32_t generation_of(uint64_t word) { return static_cast<uint32_t>(word >> 32); }
-constexpr int64_t participants_of(uint64_t state) { return static_cast<int64_t>(state & 0xffffffffu); }
 constexpr int64_t front_of(uint64_t range) { return static_cast<int64_t>((range >> 16) & 0xffffu); }
 constexpr int64_t back_of(uint64_t range) { return static_cast<int64_t>(range & 0xffffu); }
 constexpr uint64_t range_word(uint32_t generation, int64_t front, int64_t back) {
@@ -45,6 +44,7 @@ ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 1;
   ranges_.reset(new Range[static_cast<size_t>(threads)]);
+  done_.reset(new Done[static_cast<size_t>(threads)]);
   workers_.reserve(static_cast<size_t>(threads - 1));
   try {
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
@@ -81,52 +81,67 @@ void ThreadPool::run_chunks(int64_t n, int64_t chunk, int64_t participants, void
   }
   participants = std::min(participants, chunks);
 
-  // Publish as a seqlock does. First close every range under an odd
+  // Publish as a seqlock does, range by range: first close it under an odd
   // generation, so that a claimer late from the previous job, which may
-  // read the fields written next, fails its compare-and-swap: without it,
+  // read the fields written next, fails its compare-and-swap (without it,
   // such a claimer could read this job's larger chunk count, still find the
-  // old generation in a range, and claim a chunk past the old job's end
-  // with whatever fields it read (a worker ran a finished job's lambda on a
-  // dead stack frame that way). Then the fields, then every range under
-  // the next, even, generation (after a release fence: a claimer that reads
-  // an open range reads this job's fields), then state_, which wakes the
-  // workers.
-  const uint32_t closed = generation_of(state_.load(std::memory_order_relaxed)) + 1;
-  state_.store(static_cast<uint64_t>(closed) << 32, std::memory_order_relaxed);
-  for (int64_t i = 0; i < threads; ++i) ranges_[i].word.store(range_word(closed, 0, 0), std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  job_ctx_.store(ctx, std::memory_order_relaxed);
-  job_fn_.store(fn, std::memory_order_relaxed);
-  job_n_.store(n, std::memory_order_relaxed);
-  job_chunk_.store(chunk, std::memory_order_relaxed);
-  job_chunks_.store(chunks, std::memory_order_relaxed);
-  chunks_done_.store(0, std::memory_order_relaxed);
+  // old generation in the range, and claim a chunk past the old job's end
+  // with whatever fields it read: a worker ran a finished job's lambda on a
+  // dead stack frame that way). Then the fields, then the range under the
+  // next, even, generation (a release store: a claimer that reads an open
+  // range reads this job's fields), which wakes its worker.
+  const uint32_t closed = generation_ + 1;
   const uint32_t generation = closed + 1;
-  std::atomic_thread_fence(std::memory_order_release);
+  generation_ = generation;
   for (int64_t i = 0; i < threads; ++i) {
-    // Thread i's share: chunks [chunks * i / p, chunks * (i + 1) / p).
+    Range& range = ranges_[i];
+    range.word.store(range_word(closed, 0, 0), std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    range.ctx.store(ctx, std::memory_order_relaxed);
+    range.fn.store(fn, std::memory_order_relaxed);
+    range.n.store(n, std::memory_order_relaxed);
+    range.chunk.store(chunk, std::memory_order_relaxed);
+    range.chunks.store(chunks, std::memory_order_relaxed);
+    range.participants.store(participants, std::memory_order_relaxed);
+    // Thread i's share: chunks [chunks * i / p, chunks * (i + 1) / p). A
+    // release store (not a fence and a relaxed one): ThreadSanitizer does
+    // not model fences, and this store is what orders the caller's writes
+    // before the job's chunks.
     const int64_t front = i < participants ? chunks * i / participants : 0;
     const int64_t back = i < participants ? chunks * (i + 1) / participants : 0;
-    ranges_[i].word.store(range_word(generation, front, back), std::memory_order_relaxed);
+    range.word.store(range_word(generation, front, back), std::memory_order_release);
   }
-  state_.store(static_cast<uint64_t>(generation) << 32 | static_cast<uint64_t>(participants),
-               std::memory_order_release);
-  // Sleeping workers check state_ under the mutex before they wait: taking
-  // it here orders this publication before their check or their wait.
-  { std::lock_guard<std::mutex> lock(mutex_); }
-  work_cv_.notify_all();
+  if (sleepers_.load(std::memory_order_relaxed) > 0) {
+    // Taking the mutex orders this publication before a sleeping worker's
+    // check of its range or its wait.
+    { std::lock_guard<std::mutex> lock(mutex_); }
+    work_cv_.notify_all();
+  }
 
   // The caller works too, then waits for the chunks that workers hold.
-  claim_chunks(generation, 0);
-  auto finished = [&] { return chunks_done_.load(std::memory_order_acquire) == chunks; };
+  const int64_t own = claim_chunks(generation, 0);
+  auto finished = [&] {
+    int64_t sum = own;
+    for (int64_t i = 1; i < threads; ++i) {
+      const uint64_t w = done_[i].word.load(std::memory_order_acquire);
+      if (generation_of(w) == generation) sum += static_cast<int64_t>(w & 0xffffffffu);
+    }
+    return sum == chunks;
+  };
   if (!spin_until(finished)) {
     std::unique_lock<std::mutex> lock(mutex_);
+    caller_asleep_.store(true, std::memory_order_relaxed);
+    // Pairs with the workers' fence after their last count: either this
+    // check sees it, or the worker sees caller_asleep_ and notifies.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     done_cv_.wait(lock, finished);
+    caller_asleep_.store(false, std::memory_order_relaxed);
   }
 }
 
-void ThreadPool::claim_chunks(uint32_t generation, int self) {
+int64_t ThreadPool::claim_chunks(uint32_t generation, int self) {
   const int threads = size();
+  int64_t ran = 0;
   // Its own range first (from the front), then the others' (from the back,
   // which their owners reach last).
   for (int k = 0; k < threads; ++k) {
@@ -134,14 +149,13 @@ void ThreadPool::claim_chunks(uint32_t generation, int self) {
     Range& range = ranges_[(self + k) % threads];
     uint64_t r = range.word.load(std::memory_order_acquire);
     for (;;) {
-      if (generation_of(r) != generation) return;  // the job is over
+      if (generation_of(r) != generation) break;  // the job is over
       const int64_t front = front_of(r), back = back_of(r);
       if (front >= back) break;
-      void* const ctx = job_ctx_.load(std::memory_order_relaxed);
-      const Trampoline fn = job_fn_.load(std::memory_order_relaxed);
-      const int64_t n = job_n_.load(std::memory_order_relaxed);
-      const int64_t chunk = job_chunk_.load(std::memory_order_relaxed);
-      const int64_t chunks = job_chunks_.load(std::memory_order_relaxed);
+      void* const ctx = range.ctx.load(std::memory_order_relaxed);
+      const Trampoline fn = range.fn.load(std::memory_order_relaxed);
+      const int64_t n = range.n.load(std::memory_order_relaxed);
+      const int64_t chunk = range.chunk.load(std::memory_order_relaxed);
       // Pairs with the publisher's release fence: if a field above came from
       // a later job, the closing store is visible to the CAS, which fails.
       std::atomic_thread_fence(std::memory_order_acquire);
@@ -155,36 +169,52 @@ void ThreadPool::claim_chunks(uint32_t generation, int self) {
       const int64_t c = own ? front : back - 1;
       const int64_t begin = c * chunk;
       fn(ctx, self, begin, std::min(n, begin + chunk));
-      if (chunks_done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
-        // The caller may be asleep: it checks chunks_done_ under the mutex.
-        { std::lock_guard<std::mutex> lock(mutex_); }
-        done_cv_.notify_one();
+      ++ran;
+      if (self > 0) {
+        done_[self].word.store(static_cast<uint64_t>(generation) << 32 | static_cast<uint64_t>(ran),
+                               std::memory_order_release);
       }
       r = range.word.load(std::memory_order_acquire);
     }
   }
+  if (self > 0 && ran > 0) {
+    // The caller may be asleep: it checks the counts under the mutex after
+    // setting caller_asleep_ (and a fence).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (caller_asleep_.load(std::memory_order_relaxed)) {
+      { std::lock_guard<std::mutex> lock(mutex_); }
+      done_cv_.notify_one();
+    }
+  }
+  return ran;
 }
 
 void ThreadPool::worker_loop(int self) {
+  Range& mine = ranges_[self];
   uint32_t seen = 0;
   for (;;) {
-    // An even generation other than the last one seen: a job is open (odd
-    // ones are being published).
+    // An even generation in its own range other than the last one seen: a
+    // job is open (odd ones are being published). The range's line holds
+    // the job's fields too, so this spin brings the whole job in one
+    // transfer.
     auto ready = [&] {
       if (stop_.load(std::memory_order_acquire)) return true;
-      const uint32_t g = generation_of(state_.load(std::memory_order_acquire));
+      const uint32_t g = generation_of(mine.word.load(std::memory_order_acquire));
       return g != seen && g % 2 == 0;
     };
     if (!spin_until(ready)) {
       std::unique_lock<std::mutex> lock(mutex_);
+      sleepers_.fetch_add(1);
       work_cv_.wait(lock, ready);
+      sleepers_.fetch_sub(1);
     }
     if (stop_.load(std::memory_order_acquire)) return;
-    const uint64_t state = state_.load(std::memory_order_acquire);
-    seen = generation_of(state);
-    // Odd: the next job is being published. Threads past the job's
-    // participants sit it out (their slice index would be out of range).
-    if (seen % 2 == 0 && self < participants_of(state)) claim_chunks(seen, self);
+    const uint32_t g = generation_of(mine.word.load(std::memory_order_acquire));
+    if (g == seen || g % 2 != 0) continue;  // closed again for the next job
+    seen = g;
+    // Threads past the job's participants sit it out (their slice index
+    // would be out of range). A value from a later job fails the claims.
+    if (self < mine.participants.load(std::memory_order_relaxed)) claim_chunks(seen, self);
   }
 }
 

@@ -1310,6 +1310,43 @@ TEST(ThreadPool, ForEachTaskRunsOwnShareThenStealsFromTheBack) {
   EXPECT_EQ(by_worker, (std::vector<int64_t>{3}));
 }
 
+// The sleeping paths: a worker idle past ThreadPool::kSpin sleeps and the
+// next job wakes it (task 0 waits, 5 s at most, for the worker to start task
+// 1); a caller whose worker holds a chunk past kSpin sleeps and the worker
+// wakes it when done (task 1 sleeps 3 ms on the worker). Lost wake-ups
+// would time out the first and hang the second.
+TEST(ThreadPool, SleepingWorkerAndSleepingCallerAreWoken) {
+  kite::cpu::ThreadPool pool(2);
+  const auto caller = std::this_thread::get_id();
+  for (int round = 0; round < 20; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(round % 2 == 0 ? 5 : 0));
+    std::atomic<bool> worker_started{false}, timed_out{false}, on_caller_1{false};
+    std::atomic<int> ran{0};
+    const auto start = std::chrono::steady_clock::now();
+    pool.for_each_task(2, 2, [&](int64_t, int64_t t) {
+      if (t == 1) {
+        on_caller_1 = std::this_thread::get_id() == caller;
+        worker_started = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      } else {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (!worker_started.load()) {
+          if (std::chrono::steady_clock::now() > deadline) {
+            timed_out = true;
+            break;
+          }
+          std::this_thread::yield();
+        }
+      }
+      ran.fetch_add(1);
+    });
+    ASSERT_FALSE(timed_out.load()) << "round " << round << ": the worker was not woken";
+    EXPECT_FALSE(on_caller_1.load()) << "round " << round;
+    EXPECT_EQ(ran.load(), 2);
+    EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(3));
+  }
+}
+
 // How many threads ran chunks of up to 50 jobs of slow chunks (stops at 2).
 size_t threads_that_ran(kite::cpu::ThreadPool& pool) {
   std::mutex m;
