@@ -101,7 +101,6 @@ void ThreadPool::run_chunks(int64_t n, int64_t chunk, int64_t participants, void
     range.fn.store(fn, std::memory_order_relaxed);
     range.n.store(n, std::memory_order_relaxed);
     range.chunk.store(chunk, std::memory_order_relaxed);
-    range.chunks.store(chunks, std::memory_order_relaxed);
     range.participants.store(participants, std::memory_order_relaxed);
     // Thread i's share: chunks [chunks * i / p, chunks * (i + 1) / p). A
     // release store (not a fence and a relaxed one): ThreadSanitizer does

@@ -111,7 +111,6 @@ class ThreadPool {
     std::atomic<Trampoline> fn{nullptr};
     std::atomic<int64_t> n{0};
     std::atomic<int64_t> chunk{0};
-    std::atomic<int64_t> chunks{0};
     std::atomic<int64_t> participants{0};  // threads from it up sit the job out
   };
   // The chunks a worker has finished in a job, (generation << 32) | count,
