@@ -74,10 +74,16 @@ inline __mmask16 column_mask(int64_t left) {
 // NA A panels (1 or 2) by NZ pairs of B panels (1 or 2); Direct: B read in
 // place, row p of the block's columns at b[0] + p * ldb (16 floats per
 // load, masked past cols), instead of from packed panels.
+// a_next: the next pair's first A panel at this k block (its second at the
+// same distance as a1 from a0), fetched into L1 a line a step on each k
+// block's first strip, or null: the weights are cold at each run, and the
+// first strip waited on every line of them (the AVX2 level's tile does the
+// same).
 template <int NA, int NZ, bool Direct>
 void block(int64_t kc, const float* a0, const float* a1, const float* const* b, int64_t ldb,
            int64_t prefetch, float* c, int64_t ldc, int64_t rows, int64_t cols,
-           const float* row_bias, bool add, const Epilogue* epi, bool store_ahead) {
+           const float* row_bias, bool add, const Epilogue* epi, bool store_ahead,
+           const float* a_next) {
   constexpr int R = NA * static_cast<int>(kMR);
   __m512 acc[R][NZ];
 #pragma GCC unroll 12
@@ -115,6 +121,13 @@ void block(int64_t kc, const float* a0, const float* a1, const float* const* b, 
       const __m512 av = _mm512_set1_ps(a0[r]);
 #pragma GCC unroll 2
       for (int z = 0; z < NZ; ++z) acc[r][z] = _mm512_fmadd_ps(av, bv[z], acc[r][z]);
+    }
+    if (a_next) {
+      // One line a step, the two panels in turn: 48 bytes of each panel
+      // every two steps, a line each.
+      const float* line = NA == 2 && (p & 1) ? a_next + (a1 - a0) : a_next;
+      _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
+      a_next += kMR;
     }
     a0 += kMR;
     if constexpr (NA == 2) {
@@ -177,23 +190,22 @@ void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const floa
                          const float* const* b, int64_t ldb, int64_t prefetch, int64_t /*whole_rows*/,
                          float* c,
                          int64_t ldc, int64_t rows, int64_t cols, const float* row_bias, bool add,
-                         const Epilogue* epi, const float* /*a_next: not used on this level*/,
-                         int64_t c_room) {
+                         const Epilogue* epi, const float* a_next, int64_t c_room) {
   const bool ahead = c_room >= kStorePrefetch + 32;
   if (ldb > 0) {
     if (na == 2) {
-      if (nz == 2) return block<2, 2, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi, ahead);
-      return block<2, 1, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi, ahead);
+      if (nz == 2) return block<2, 2, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi, ahead, a_next);
+      return block<2, 1, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi, ahead, a_next);
     }
-    if (nz == 2) return block<1, 2, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi, ahead);
-    return block<1, 1, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi, ahead);
+    if (nz == 2) return block<1, 2, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi, ahead, a_next);
+    return block<1, 1, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi, ahead, a_next);
   }
   if (na == 2) {
-    if (nz == 2) return block<2, 2, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead);
-    return block<2, 1, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead);
+    if (nz == 2) return block<2, 2, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead, a_next);
+    return block<2, 1, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead, a_next);
   }
-  if (nz == 2) return block<1, 2, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead);
-  return block<1, 1, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead);
+  if (nz == 2) return block<1, 2, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead, a_next);
+  return block<1, 1, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead, a_next);
 }
 
 // Output vector j (0-5) of a 16-column step holds elements 16j .. 16j + 15
