@@ -1595,6 +1595,18 @@ TEST(Sgemm, NarrowLastStripHasTheWideTilesBits) {
   }
 }
 
+// On AVX-512 the last 1-8 columns of a strip of 16 (up to 4 where k is
+// under 128) go to column_avx512, up to eight side by side sharing the A
+// loads, with the block kernel's arithmetic: every tail from 1 to 8 (193
+// .. 200 = 12 x 16 + 1 .. 8) under 11 A panels (m = 61: a step of eight
+// panels, then three, the last vector with one panel), so each column's
+// bits are those of the same column in a wider GEMM.
+TEST(Sgemm, FewLastColumnsHaveTheBlockKernelsBits) {
+  if (ColumnsHaveTheWholeGemmsBits(61, 208, {193, 194, 195, 196, 197, 198, 199, 200}, 211) == 0) {
+    GTEST_SKIP() << "the AVX2 and AVX-512 levels only";
+  }
+}
+
 // One row (m = 1, a fully connected layer at batch 1) from packed B goes
 // to row_avx512 on AVX-512 (row_avx2 on AVX2), with the block kernel's
 // arithmetic: its bits

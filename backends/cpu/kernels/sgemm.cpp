@@ -222,6 +222,10 @@ constexpr int64_t kKCBlock = 256;
 // 32 -> 16 layer 0.39 -> 0.27 ms, 16 -> 96 0.98 -> 0.75 ms; one strip
 // ahead and four measured no better.
 constexpr int64_t kDirectPrefetch = 64;
+// The most last columns of a strip that the AVX-512 level gives job.column
+// (run_blocks); 9-12 measured slower than the block kernel's tile (96 x
+// 169 x 64 21.2 -> 23.0 us, 128 x 12 x 256 9.9 -> 11.8).
+constexpr int64_t kColumnTail = 8;
 
 // The AVX-512 GEMV over row panels [ip0, ip1), x(p) at x[p * x_stride].
 // A strided x is copied contiguous first when it fits 16 KiB: the GEMV's
@@ -245,23 +249,32 @@ void gemv(int64_t ip0, int64_t ip1, int64_t m, int64_t k, const float* packed_a,
 // column split, else n): the tiles fetch C's lines ahead for writing only
 // before it.
 void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t jp1, int64_t own_end) {
-  // A last column alone in its 16-lane vector (n = 49: the 7x7 planes of
-  // the mobilenets' and efficientnet's last stages) goes to column_avx512
-  // (column_avx2 on AVX2, whose tiles are 16 columns too),
-  // six rows a vector with the block kernel's arithmetic (the same bits),
-  // instead of a vector of one useful lane: the blocks then do 48 columns
-  // at full width (320 x 960 x 49, Zen 4: 0.37 -> 0.31 ms).
+  // The last columns of a strip of 16 that they fill only in part go to
+  // job.column, a vector of six rows a step sharing the loads of A, with
+  // the block kernel's arithmetic (the same bits), instead of a tile of 16
+  // lanes: on AVX-512 up to eight of them (196 = 6 x 32 + 4, the 14x14
+  // planes: 112 x 196 x 672 in place, Zen 4, 1 thread, 298 -> 288 us,
+  // 49 = 3 x 16 + 1, the 7x7 planes: 320 x 960 x 49 0.37 -> 0.31 ms). On
+  // AVX2 (whose tiles are 16 columns too) only a lone last column, and the
+  // last of 9 (13x13 and 27x27 planes: 169 = 160 + 9, 729 = 720 + 9), whose
+  // 8 before it then go to its 12x8 tile (block_kernel_avx2), where a 6x16
+  // tile had 9 useful lanes of 16 (squeezenet1_1's classifier alone, 1000 x
+  // 169 x 512, B packed, Zen 2: 1.86 -> 1.82 ms).
   const int64_t j_end = std::min(jp1 * kNR, job.n);
   const int64_t last_strip = jp0 + (jp1 - jp0 - 1) / 4 * 4;
-  // On AVX2 also the last of 9 (13x13 and 27x27 planes: 169 = 160 + 9,
-  // 729 = 720 + 9): the 8 before it then go to its 12x8 tile
-  // (block_kernel_avx2), where a 6x16 tile had 9 useful lanes of 16
-  // (squeezenet1_1's classifier alone, 1000 x 169 x 512, B packed, Zen 2:
-  // 1.86 -> 1.82 ms).
   const int64_t tail = (j_end - last_strip * kNR) % 16;
-  const bool lone_column =
-      job.column && (tail == 1 || (tail == 9 && job.block == detail::block_kernel_avx2));
-  const int64_t block_end = lone_column ? j_end - 1 : j_end;
+  int64_t tail_cols = 0;
+  if (job.column && job.block == detail::block_kernel_avx2) {
+    tail_cols = tail == 1 || tail == 9 ? 1 : 0;
+  } else if (job.column) {
+    // Past four columns only for long sums: the column kernel's store goes
+    // value by value, and on short ones it cost more than the FMAs saved
+    // (Zen 4: 576 x 56 x 64 45.7 -> 47.2 us, 24 x 40 x 16 0.5 -> 0.6;
+    // 128 x 8 x 256 9.9 -> 7.5, 64 x 5 x 64 1.3 -> 0.9).
+    const int64_t most = job.k_end - job.k_begin >= 128 ? kColumnTail : 4;
+    tail_cols = tail <= most ? tail : 0;
+  }
+  const int64_t block_end = j_end - tail_cols;
   for (int64_t k0 = job.k_begin; k0 < job.k_end; k0 += kKCBlock) {
     const int64_t kc = std::min(kKCBlock, job.k_end - k0);
     const bool add = job.accumulate || k0 > job.k_begin;
@@ -300,12 +313,12 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
       }
     }
   }
-  if (lone_column) {
-    const int64_t j = j_end - 1;
+  if (tail_cols > 0) {
+    const int64_t j = j_end - tail_cols;  // in one B panel: j % 16 is 0 or (AVX2) 8
     const float* x = job.ldb > 0 ? job.pb + j : job.pb + j / kNR * job.k * kNR + j % kNR;
     job.column(ip0, ip1, job.m, job.k, job.k_begin, job.k_end, kKCBlock, job.pa, x,
                job.ldb > 0 ? job.ldb : kNR, job.c + j,
-               job.ldc, job.row_bias, job.accumulate, job.epilogue);
+               job.ldc, job.row_bias, job.accumulate, job.epilogue, tail_cols);
   }
   // The task's block of C is final: the tile hook while it is in L2.
   const int64_t i0 = ip0 * kMR, j0 = jp0 * kNR;

@@ -192,7 +192,7 @@ void block_kernel_avx2(int na, int nz, int64_t kc, const float* a0, const float*
 void column_avx2(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t k_begin,
                  int64_t k_end, int64_t kc_block,
                  const float* packed_a, const float* x, int64_t x_stride, float* y, int64_t ldy,
-                 const float* row_bias, bool accumulate, const Epilogue* epilogue);
+                 const float* row_bias, bool accumulate, const Epilogue* epilogue, int64_t cols);
 // pack_a_panel_avx512's contract eight columns at a time (an 8x8 transpose
 // in registers); 0 off x86-64 builds.
 int64_t pack_a_panel_avx2(const float* a, int64_t lda, int64_t k, float alpha, float* dst);
@@ -236,10 +236,14 @@ void gemv_panels_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, const fl
 // the row bias, then the epilogue: the bits block_kernel_avx512 gives that
 // column, so a column's value does not depend on how many columns are
 // computed with it (the memory budget's spatial splits rely on that).
+// cols columns side by side (x + c, y + c, c < cols), up to eight sharing
+// each k step's loads of A: a GEMM's last few columns (196 = 6 x 32 + 4:
+// the 14x14 planes) cost a 16-lane FMA per 12 rows and k each here, where
+// a block kernel tile spends twelve on them whatever their number.
 void column_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t k_begin,
-                 int64_t k_end, int64_t kc_block,
+                   int64_t k_end, int64_t kc_block,
                    const float* packed_a, const float* x, int64_t x_stride, float* y, int64_t ldy,
-                   const float* row_bias, bool accumulate, const Epilogue* epilogue);
+                   const float* row_bias, bool accumulate, const Epilogue* epilogue, int64_t cols);
 // One row of C (m = 1: a fully connected layer at batch 1, x times packed
 // weights) over B panels [jp0, jp1) packed, c the row: 64 columns a step,
 // four 16-lane accumulators fed by one broadcast of x(p) each k, with the

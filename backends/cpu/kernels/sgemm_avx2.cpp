@@ -306,19 +306,22 @@ __attribute__((target("avx2,fma"))) void column_block(int64_t ip, int64_t m, int
 void column_avx2(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t k_begin,
                  int64_t k_end, int64_t kc_block,
                  const float* packed_a, const float* x, int64_t x_stride, float* y, int64_t ldy,
-                 const float* row_bias, bool accumulate, const Epilogue* epilogue) {
-  // Four panels (four FMA chains) at a time, the rest in one smaller step;
-  // k blocks as the block kernel's.
-  for (int64_t ip = ip0; ip < ip1; ip += 4) {
-    const int64_t np = std::min<int64_t>(4, ip1 - ip);
-    for (int64_t k0 = k_begin; k0 < k_end; k0 += kc_block) {
-      const int64_t kc = std::min(kc_block, k_end - k0);
-      const bool add = accumulate || k0 > k_begin;
-      switch (np) {
-        case 4: column_block<4>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        case 3: column_block<3>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        case 2: column_block<2>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        default: column_block<1>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+                 const float* row_bias, bool accumulate, const Epilogue* epilogue, int64_t cols) {
+  // Column by column (the driver gives this level one at a time). Four
+  // panels (four FMA chains) at a time, the rest in one smaller step; k
+  // blocks as the block kernel's.
+  for (int64_t col = 0; col < cols; ++col, ++x, ++y) {
+    for (int64_t ip = ip0; ip < ip1; ip += 4) {
+      const int64_t np = std::min<int64_t>(4, ip1 - ip);
+      for (int64_t k0 = k_begin; k0 < k_end; k0 += kc_block) {
+        const int64_t kc = std::min(kc_block, k_end - k0);
+        const bool add = accumulate || k0 > k_begin;
+        switch (np) {
+          case 4: column_block<4>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+          case 3: column_block<3>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+          case 2: column_block<2>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+          default: column_block<1>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        }
       }
     }
   }
@@ -502,7 +505,7 @@ int64_t pack_a_panel_avx2(const float*, int64_t, int64_t, float, float*) { retur
 void row_avx2(int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, float*, const float*,
               bool, const Epilogue*) {}
 void column_avx2(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t, float*,
-                 int64_t, const float*, bool, const Epilogue*) {}
+                 int64_t, const float*, bool, const Epilogue*, int64_t) {}
 
 }  // namespace kite::cpu::sgemm::detail
 

@@ -305,62 +305,116 @@ void gemv_panels_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, const fl
 
 namespace {
 
-// NP panels (two per vector: rows of panel 2h in lanes 0-5, of panel 2h + 1
-// in lanes 8-13) of column_avx512, one k block.
-template <int NP>
-void column_block(int64_t ip, int64_t m, int64_t k, int64_t k_end, int64_t k0, int64_t kc, const float* packed_a,
-                  const float* x, int64_t x_stride, float* y, int64_t ldy, const float* row_bias,
-                  bool add, const Epilogue* epilogue) {
-  constexpr int NV = (NP + 1) / 2;
-  __m512 acc[NV];
-  for (int v = 0; v < NV; ++v) acc[v] = _mm512_setzero_ps();
+// NC columns (x + c, y + c) of NV vectors of panels (two per vector: rows
+// of panel 2h in lanes 0-5, of panel 2h + 1 in lanes 8-13; the last
+// vector's second panel only where np says so) of column_avx512, one k
+// block: NV x NC accumulators, each k step's A loads shared by the columns.
+template <int NV, int NC>
+void column_block(int64_t ip, int64_t np, int64_t m, int64_t k, int64_t k_end, int64_t k0, int64_t kc,
+                  const float* packed_a, const float* x, int64_t x_stride, float* y, int64_t ldy,
+                  const float* row_bias, bool add, const Epilogue* epilogue) {
+  __m512 acc[NV][NC];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) acc[v][c] = _mm512_setzero_ps();
+  }
   const float* a = packed_a + ip * k * kMR + k0 * kMR;
+  const float* xp = x + k0 * x_stride;
   const int64_t panel = k * kMR;
-  for (int64_t p = k0; p < k0 + kc; ++p, a += kMR) {
-    const __m512 xv = _mm512_set1_ps(x[p * x_stride]);
+  // The last vector's second panel, where there is one (a masked-off lane
+  // is not read).
+  const __mmask16 last_hi = 2 * NV <= np ? static_cast<__mmask16>(0x3F00) : static_cast<__mmask16>(0);
+  for (int64_t p = 0; p < kc; ++p, a += kMR, xp += x_stride) {
+    __m512 av[NV];
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
       // The second panel's six rows loaded from 8 floats before them, so
-      // they land in lanes 8-13 (the masked-off lanes are not read).
-      __m512 av = _mm512_maskz_loadu_ps(0x003F, a + 2 * v * panel);
-      if (2 * v + 1 < NP) av = _mm512_mask_loadu_ps(av, 0x3F00, a + (2 * v + 1) * panel - 8);
-      acc[v] = _mm512_fmadd_ps(av, xv, acc[v]);
+      // they land in lanes 8-13.
+      av[v] = _mm512_maskz_loadu_ps(0x003F, a + 2 * v * panel);
+      av[v] = _mm512_mask_loadu_ps(av[v], v + 1 < NV ? static_cast<__mmask16>(0x3F00) : last_hi,
+                                   a + (2 * v + 1) * panel - 8);
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) {
+      const __m512 xv = _mm512_set1_ps(xp[c]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[v][c] = _mm512_fmadd_ps(av[v], xv, acc[v][c]);
     }
   }
   // The block kernel's store, value by value: the k block's sum, then + C
   // (a later k block, or accumulate) or + the row bias, then the epilogue
   // after the last k block, its formulas.
   const bool last = k0 + kc == k_end;
-  alignas(64) float lanes[NV][16];
-  for (int v = 0; v < NV; ++v) _mm512_store_ps(lanes[v], acc[v]);
-  for (int q = 0; q < NP; ++q) {
-    store_column_panel(lanes[q / 2] + (q % 2) * 8, ip + q, m, y, ldy, row_bias, add, last, epilogue);
+  // (Unrolled: an index into acc not known at compile time kept the
+  // accumulators in memory, stored at every k step.)
+  alignas(64) float lanes[16];
+#pragma GCC unroll 8
+  for (int c = 0; c < NC; ++c) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      _mm512_store_ps(lanes, acc[v][c]);
+      for (int h = 0; h < 2 && 2 * v + h < np; ++h) {
+        store_column_panel(lanes + 8 * h, ip + 2 * v + h, m, y + c, ldy, row_bias, add, last, epilogue);
+      }
+    }
+  }
+}
+
+// column_avx512 for NC columns: eight panels (four vectors) a step where
+// the accumulators fit the 32 registers beside the A vectors (NC <= 6),
+// else six; the rest in one smaller step.
+template <int NC>
+void columns(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t k_begin, int64_t k_end,
+             int64_t kc_block, const float* packed_a, const float* x, int64_t x_stride, float* y,
+             int64_t ldy, const float* row_bias, bool accumulate, const Epilogue* epilogue) {
+  constexpr int64_t kStep = NC <= 6 ? 8 : 6;
+  for (int64_t ip = ip0; ip < ip1; ip += kStep) {
+    const int64_t np = std::min<int64_t>(kStep, ip1 - ip);
+    for (int64_t k0 = k_begin; k0 < k_end; k0 += kc_block) {
+      const int64_t kc = std::min(kc_block, k_end - k0);
+      const bool add = accumulate || k0 > k_begin;
+      switch ((np + 1) / 2) {
+        case 4:
+          if constexpr (kStep >= 8) {
+            column_block<4, NC>(ip, np, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue);
+          }
+          break;
+        case 3: column_block<3, NC>(ip, np, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        case 2: column_block<2, NC>(ip, np, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+        default: column_block<1, NC>(ip, np, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
+      }
+    }
   }
 }
 
 }  // namespace
 
 void column_avx512(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t k_begin,
-                 int64_t k_end, int64_t kc_block,
+                   int64_t k_end, int64_t kc_block,
                    const float* packed_a, const float* x, int64_t x_stride, float* y, int64_t ldy,
-                   const float* row_bias, bool accumulate, const Epilogue* epilogue) {
-  // Eight panels (four vectors, four FMA chains) at a time, the rest in one
-  // smaller step; k blocks as the block kernel's.
-  for (int64_t ip = ip0; ip < ip1; ip += 8) {
-    const int64_t np = std::min<int64_t>(8, ip1 - ip);
-    for (int64_t k0 = k_begin; k0 < k_end; k0 += kc_block) {
-      const int64_t kc = std::min(kc_block, k_end - k0);
-      const bool add = accumulate || k0 > k_begin;
-      switch (np) {
-        case 8: column_block<8>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        case 7: column_block<7>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        case 6: column_block<6>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        case 5: column_block<5>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        case 4: column_block<4>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        case 3: column_block<3>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        case 2: column_block<2>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-        default: column_block<1>(ip, m, k, k_end, k0, kc, packed_a, x, x_stride, y, ldy, row_bias, add, epilogue); break;
-      }
+                   const float* row_bias, bool accumulate, const Epilogue* epilogue, int64_t cols) {
+  for (int64_t c = 0; c < cols; c += 8) {
+    const int64_t nc = std::min<int64_t>(8, cols - c);
+    const float* xc = x + c;
+    float* yc = y + c;
+#define KITE_COLUMNS(N)                                                                              \
+  case N:                                                                                            \
+    columns<N>(ip0, ip1, m, k, k_begin, k_end, kc_block, packed_a, xc, x_stride, yc, ldy, row_bias, \
+               accumulate, epilogue);                                                                \
+    break;
+    switch (nc) {
+      KITE_COLUMNS(8)
+      KITE_COLUMNS(7)
+      KITE_COLUMNS(6)
+      KITE_COLUMNS(5)
+      KITE_COLUMNS(4)
+      KITE_COLUMNS(3)
+      KITE_COLUMNS(2)
+      default: columns<1>(ip0, ip1, m, k, k_begin, k_end, kc_block, packed_a, xc, x_stride, yc, ldy, row_bias,
+                          accumulate, epilogue);
     }
+#undef KITE_COLUMNS
   }
 }
 
@@ -445,7 +499,7 @@ int64_t pack_a_panel_avx512(const float*, int64_t, int64_t, float, float*) { ret
 void gemv_panels_avx512(int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t,
                         float*, int64_t, const float*, bool, const Epilogue*) {}
 void column_avx512(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t,
-                   float*, int64_t, const float*, bool, const Epilogue*) {}
+                   float*, int64_t, const float*, bool, const Epilogue*, int64_t) {}
 void row_avx512(int64_t, int64_t, int64_t, int64_t, int64_t, const float*, const float*, float*,
                 const float*, bool, const Epilogue*) {}
 
