@@ -443,8 +443,9 @@ class ForcedGemmKernel {
 
 // Shapes that hit every tail: m around the 6-row panels and the kernels'
 // pairs of panels (12 rows), n around the 8-column panels and the AVX-512
-// blocks of 16 and 32 columns, k across the k blocks (128 and 256). ldc is
-// wider than n, and the columns past n must stay as they were. Bound per
+// blocks of 16, 32, 48 and 64 columns (full and masked), k across the k
+// blocks (128 and 256). ldc is wider than n, and the columns past n must
+// stay as they were. Bound per
 // element: any summation order of k products plus the bias is within
 // (k + 2) * 2^-24 * (sum |a_ip * b_pj| + |bias|) of the exact value
 // (Higham's gamma_n), so a wrong index or a lost tail fails it by far.
@@ -459,7 +460,7 @@ TEST(Sgemm, EveryMicroKernelMatchesTheReferenceOverTails) {
     ASSERT_EQ(sg::micro_kernel_in_use(), kernel);
     ++kernels_run;
     for (int64_t m : {1, 5, 6, 7, 8, 12, 13, 16, 19, 25, 32, 37}) {
-      for (int64_t n : {1, 7, 8, 9, 16, 17, 24, 31, 32, 33, 47, 65}) {
+      for (int64_t n : {1, 7, 8, 9, 16, 17, 24, 31, 32, 33, 47, 48, 64, 65, 100, 130}) {
         for (int64_t k : {1, 3, 127, 129, 300}) {
           const std::vector<float> a = Random(m * k, 61), b = Random(k * n, 62);
           const std::vector<float> bias = Random(m, 63), c0 = Random(m * (n + 3), 64);

@@ -260,8 +260,13 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
   // 8 before it then go to its 12x8 tile (block_kernel_avx2), where a 6x16
   // tile had 9 useful lanes of 16 (squeezenet1_1's classifier alone, 1000 x
   // 169 x 512, B packed, Zen 2: 1.86 -> 1.82 ms).
+  // B panels a strip: 8 (64 columns, one A panel a block) on AVX-512, whose
+  // 6x64 block waits less on broadcasts than 12x32 (Zen 4, 1 thread, B
+  // packed: 256 x 784 x 256 106 -> 112 GFLOP/s, 1000 x 169 x 512 103 ->
+  // 108; convnext_tiny, whose MLPs pack B, 0.956); 4 on AVX2.
+  const int64_t strip = job.block == detail::block_kernel_avx512 ? 8 : 4;
   const int64_t j_end = std::min(jp1 * kNR, job.n);
-  const int64_t last_strip = jp0 + (jp1 - jp0 - 1) / 4 * 4;
+  const int64_t last_strip = jp0 + (jp1 - jp0 - 1) / strip * strip;
   const int64_t tail = (j_end - last_strip * kNR) % 16;
   int64_t tail_cols = 0;
   if (job.column && job.block == detail::block_kernel_avx2) {
@@ -279,17 +284,17 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
     const int64_t kc = std::min(kKCBlock, job.k_end - k0);
     const bool add = job.accumulate || k0 > job.k_begin;
     const Epilogue* epi = k0 + kc == job.k_end ? job.epilogue : nullptr;
-    for (int64_t jp = jp0; jp < jp1; jp += 4) {
+    for (int64_t jp = jp0; jp < jp1; jp += strip) {
       const int64_t j = jp * kNR;
-      const int64_t cols = std::min<int64_t>(4 * kNR, block_end - j);
+      const int64_t cols = std::min<int64_t>(strip * kNR, block_end - j);
       if (cols <= 0) break;
       const int64_t nb = (cols + kNR - 1) / kNR;
-      const float* b[4];
-      for (int64_t q = 0; q < 4; ++q) {
+      const float* b[8];
+      for (int64_t q = 0; q < 8; ++q) {
         b[q] = job.ldb > 0 ? job.pb + jp * kNR + k0 * job.ldb
                            : job.pb + (jp + std::min(q, nb - 1)) * job.k * kNR + k0 * kNR;
       }
-      const int nz = cols > 16 ? 2 : 1;
+      const int nz = static_cast<int>((cols + 15) / 16);
       // B in place: the rows of this k block that a strip of 16 columns
       // from its last strip's start may read whole: row r (of B) ends its
       // read at r * ldb + j + 16 * nz, B at (k - 1) * ldb + n.
@@ -299,14 +304,15 @@ void run_blocks(const Job& job, int64_t ip0, int64_t ip1, int64_t jp0, int64_t j
         const int64_t skip = over <= 0 ? 0 : (over + job.ldb - 1) / job.ldb;  // B's last rows that may not
         whole_rows = std::max<int64_t>(0, std::min(kc, job.k - skip - k0));
       }
-      for (int64_t ip = ip0; ip < ip1; ip += 2) {
-        const int na = ip + 1 < ip1 ? 2 : 1;
+      const int64_t step = nz > 2 ? 1 : 2;  // A panels a block
+      for (int64_t ip = ip0; ip < ip1; ip += step) {
+        const int na = step == 2 && ip + 1 < ip1 ? 2 : 1;
         const int64_t i = ip * kMR;
         const float* a0 = job.pa + ip * job.k * kMR + k0 * kMR;
         const int64_t rows = std::min(na * kMR, job.m - i);
         const int64_t prefetch = job.ldb > 0 && ip == ip0 ? kDirectPrefetch : 0;
         // The first strip of a k block fetches the next pair's A ahead.
-        const float* a_next = jp == jp0 && ip + 2 < ip1 ? a0 + 2 * job.k * kMR : nullptr;
+        const float* a_next = jp == jp0 && ip + step < ip1 ? a0 + step * job.k * kMR : nullptr;
         job.block(na, nz, kc, a0, na == 2 ? a0 + job.k * kMR : a0, b, job.ldb, prefetch, whole_rows,
                   job.c + i * job.ldc + j, job.ldc, rows, cols, job.row_bias ? job.row_bias + i : nullptr,
                   add, epi, a_next, own_end - j);

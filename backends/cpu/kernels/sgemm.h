@@ -196,7 +196,8 @@ void column_avx2(int64_t ip0, int64_t ip1, int64_t m, int64_t k, int64_t k_begin
 // pack_a_panel_avx512's contract eight columns at a time (an 8x8 transpose
 // in registers); 0 off x86-64 builds.
 int64_t pack_a_panel_avx2(const float* a, int64_t lda, int64_t k, float alpha, float* dst);
-// AVX-512F: a block of na (1 or 2) A panels by 2 * nz (nz = 1 or 2) B panels,
+// AVX-512F: a block of na (1 or 2) A panels by 2 * nz (nz = 1 or 2; 3 or
+// 4 with na = 1) B panels,
 // b[0..2*nz-1]; a B panel past the end may alias another, since its columns
 // are past cols. ldb > 0: B is not packed but row-major, the block's row p
 // at b[0] + p * ldb (only b[0] is read). Writes rows x cols of C: C = A*B
@@ -208,8 +209,8 @@ int64_t pack_a_panel_avx2(const float* a, int64_t lda, int64_t k, float alpha, f
 // the row, the next row's first floats: B goes on that far); the others
 // only within cols.
 bool cpu_supports_avx512f();
-// a_next: block_kernel_avx2's; not used here. whole_rows: not used here
-// (masked loads cost nothing extra on AVX-512).
+// a_next: block_kernel_avx2's. whole_rows: not used here (a full strip's
+// rows are read as whole vectors, a narrower one's masked).
 void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const float* a1,
                          const float* const* b, int64_t ldb, int64_t prefetch, int64_t whole_rows,
                          float* c, int64_t ldc, int64_t rows, int64_t cols, const float* row_bias,

@@ -4,10 +4,14 @@
 // Same packed layouts as the other kernels (A panels of kMR = 6 rows, B
 // panels of kNR = 8 columns, k outermost), so packing, im2col and every
 // caller stay as they are: a 512-bit row of the block is the same k row of
-// two neighbouring B panels, one 256-bit load each. A block is up to 2 A
-// panels (12 rows) by up to 4 B panels (32 columns): 24 accumulators of the
-// 32 registers; per k step, 12 broadcasts and 4 half loads feed 24 FMAs of
-// 16 floats (the AVX2 block kernel: 8 loads for 12 FMAs of 8 floats).
+// two neighbouring B panels, one 256-bit load each. A block is 1 A panel
+// (6 rows) by up to 8 B panels (64 columns), or 2 A panels (12 rows) by up
+// to 4 (the driver's choice by the strip's width): 24 accumulators of the
+// 32 registers either way; per k step, 6 broadcasts and 8 half loads (12
+// and 4) feed 24 FMAs of 16 floats (the AVX2 block kernel: 8 loads for 12
+// FMAs of 8 floats). The 6x64 block is the faster on Zen 4, whose
+// broadcasts from memory compete with the FMAs: 6 per 24 FMAs ran a
+// register-only loop at 117 GFLOP/s, 12 per 24 at 102 (one core).
 //
 // The result goes straight from the registers to C: tails are masked
 // stores, and the row bias or the accumulation into C happens in the same
@@ -79,47 +83,53 @@ inline __mmask16 column_mask(int64_t left) {
 // block's first strip, or null: the weights are cold at each run, and the
 // first strip waited on every line of them (the AVX2 level's tile does the
 // same).
-template <int NA, int NZ, bool Direct>
+template <int NA, int NZ, bool Direct, bool Masked = false>
 void block(int64_t kc, const float* a0, const float* a1, const float* const* b, int64_t ldb,
            int64_t prefetch, float* c, int64_t ldc, int64_t rows, int64_t cols,
            const float* row_bias, bool add, const Epilogue* epi, bool store_ahead,
            const float* a_next) {
+  static_assert(NZ <= 2 || NA == 1, "three or four vectors across: one A panel (24 accumulators)");
   constexpr int R = NA * static_cast<int>(kMR);
   __m512 acc[R][NZ];
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int z = 0; z < NZ; ++z) acc[r][z] = _mm512_setzero_ps();
   }
+  // Packed: vector z is B panels 2z and 2z + 1 (b[2z], b[2z + 1]).
+  const float* bp[2 * NZ];
+#pragma GCC unroll 8
+  for (int q = 0; q < 2 * NZ; ++q) bp[q] = Direct ? b[0] : b[q];
   const float* b0 = b[0];
-  const float* b1 = Direct ? b0 : b[1];
-  const float* b2 = Direct ? b0 : b[NZ == 2 ? 2 : 0];
-  const float* b3 = Direct ? b0 : b[NZ == 2 ? 3 : 1];
-  const __mmask16 direct_mask[2] = {column_mask(cols), cols > 16 ? column_mask(cols - 16) : __mmask16{0}};
+  __mmask16 direct_mask[NZ];
+#pragma GCC unroll 4
+  for (int z = 0; z < NZ; ++z) direct_mask[z] = cols > 16 * z ? column_mask(cols - 16 * z) : __mmask16{0};
   // Unrolled by 4: the loop's own instructions were a tenth of the body.
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
     __m512 bv[NZ];
     if constexpr (Direct) {
-      bv[0] = _mm512_maskz_loadu_ps(direct_mask[0], b0);
-      if constexpr (NZ == 2) bv[1] = _mm512_maskz_loadu_ps(direct_mask[1], b0 + 16);
+#pragma GCC unroll 4
+      for (int z = 0; z < NZ; ++z) {
+        bv[z] = Masked ? _mm512_maskz_loadu_ps(direct_mask[z], b0 + 16 * z) : _mm512_loadu_ps(b0 + 16 * z);
+      }
       if (prefetch > 0) {
-        _mm_prefetch(reinterpret_cast<const char*>(b0 + prefetch), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(b0 + prefetch + 16), _MM_HINT_T0);
+#pragma GCC unroll 4
+        for (int z = 0; z < (NZ == 1 ? 2 : NZ); ++z) {
+          _mm_prefetch(reinterpret_cast<const char*>(b0 + prefetch + 16 * z), _MM_HINT_T0);
+        }
       }
       b0 += ldb;
     } else {
-      bv[0] = load_pair(b0, b1);
-      if constexpr (NZ == 2) bv[1] = load_pair(b2, b3);
-      b0 += kNR;
-      b1 += kNR;
-      b2 += kNR;
-      b3 += kNR;
+#pragma GCC unroll 4
+      for (int z = 0; z < NZ; ++z) bv[z] = load_pair(bp[2 * z], bp[2 * z + 1]);
+#pragma GCC unroll 8
+      for (int q = 0; q < 2 * NZ; ++q) bp[q] += kNR;
     }
 #pragma GCC unroll 6
     for (int r = 0; r < static_cast<int>(kMR); ++r) {
       const __m512 av = _mm512_set1_ps(a0[r]);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
       for (int z = 0; z < NZ; ++z) acc[r][z] = _mm512_fmadd_ps(av, bv[z], acc[r][z]);
     }
     if (a_next) {
@@ -152,7 +162,7 @@ void block(int64_t kc, const float* a0, const float* a1, const float* const* b, 
   for (int r = 0; r < R; ++r) {
     if (r >= rows) break;
     float* cr = c + r * ldc;
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int z = 0; z < NZ; ++z) {
       const int64_t left = cols - 16 * z;
       if (left <= 0) break;
@@ -177,9 +187,11 @@ void block(int64_t kc, const float* a0, const float* a1, const float* const* b, 
       }
       _mm512_mask_storeu_ps(cr + 16 * z, m, v);
     }
-    if (NZ == 2 && cols == 32 && store_ahead) {  // a full strip, and the task's columns go on
-      _mm_prefetch(reinterpret_cast<const char*>(cr + kStorePrefetch), _MM_HINT_ET0);
-      _mm_prefetch(reinterpret_cast<const char*>(cr + kStorePrefetch + 16), _MM_HINT_ET0);
+    if (NZ >= 2 && cols == 16 * NZ && store_ahead) {  // a full strip, and the task's columns go on
+#pragma GCC unroll 4
+      for (int z = 0; z < NZ; ++z) {
+        _mm_prefetch(reinterpret_cast<const char*>(cr + kStorePrefetch + 16 * z), _MM_HINT_ET0);
+      }
     }
   }
 }
@@ -191,21 +203,33 @@ void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const floa
                          float* c,
                          int64_t ldc, int64_t rows, int64_t cols, const float* row_bias, bool add,
                          const Epilogue* epi, const float* a_next, int64_t c_room) {
-  const bool ahead = c_room >= kStorePrefetch + 32;
-  if (ldb > 0) {
-    if (na == 2) {
-      if (nz == 2) return block<2, 2, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi, ahead, a_next);
-      return block<2, 1, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi, ahead, a_next);
-    }
-    if (nz == 2) return block<1, 2, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi, ahead, a_next);
-    return block<1, 1, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi, ahead, a_next);
-  }
+  const bool ahead = c_room >= kStorePrefetch + 16 * nz;
+  // B in place: whole-vector loads for a full strip, masked ones only for
+  // a last strip's columns (Zen 4 ran the masked loads at 5-7% of the
+  // GEMM: 256 x 784 x 256 105 -> 111 GFLOP/s, 96 x 196 x 576 105 -> 111).
+  const bool masked = cols < 16 * nz;
+#define KITE_BLOCK(NA, NZ)                                                                               \
+  do {                                                                                                   \
+    if (ldb <= 0) {                                                                                      \
+      return block<NA, NZ, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead,    \
+                                  a_next);                                                               \
+    }                                                                                                    \
+    if (masked) {                                                                                        \
+      return block<NA, NZ, true, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add,  \
+                                       epi, ahead, a_next);                                              \
+    }                                                                                                    \
+    return block<NA, NZ, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi,     \
+                               ahead, a_next);                                                           \
+  } while (false)
+  if (nz == 4) KITE_BLOCK(1, 4);
+  if (nz == 3) KITE_BLOCK(1, 3);
   if (na == 2) {
-    if (nz == 2) return block<2, 2, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead, a_next);
-    return block<2, 1, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead, a_next);
+    if (nz == 2) KITE_BLOCK(2, 2);
+    KITE_BLOCK(2, 1);
   }
-  if (nz == 2) return block<1, 2, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead, a_next);
-  return block<1, 1, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead, a_next);
+  if (nz == 2) KITE_BLOCK(1, 2);
+  KITE_BLOCK(1, 1);
+#undef KITE_BLOCK
 }
 
 // Output vector j (0-5) of a 16-column step holds elements 16j .. 16j + 15
