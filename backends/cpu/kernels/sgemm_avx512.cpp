@@ -83,6 +83,8 @@ inline __mmask16 column_mask(int64_t left) {
 // block's first strip, or null: the weights are cold at each run, and the
 // first strip waited on every line of them (the AVX2 level's tile does the
 // same).
+// Masked: the strip is narrower than its NZ vectors (cols < 16 NZ), so
+// B in place and C are read and C written with masks; else whole vectors.
 template <int NA, int NZ, bool Direct, bool Masked = false>
 void block(int64_t kc, const float* a0, const float* a1, const float* const* b, int64_t ldb,
            int64_t prefetch, float* c, int64_t ldc, int64_t rows, int64_t cols,
@@ -169,7 +171,7 @@ void block(int64_t kc, const float* a0, const float* a1, const float* const* b, 
       const __mmask16 m = column_mask(left);
       __m512 v = acc[r][z];
       if (add) {
-        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, cr + 16 * z));
+        v = _mm512_add_ps(v, Masked ? _mm512_maskz_loadu_ps(m, cr + 16 * z) : _mm512_loadu_ps(cr + 16 * z));
       } else if (row_bias) {
         v = _mm512_add_ps(v, _mm512_set1_ps(row_bias[r]));
       }
@@ -185,7 +187,11 @@ void block(int64_t kc, const float* a0, const float* a1, const float* const* b, 
         v = _mm512_maskz_max_ps(kAll, lo_v, v);
         v = _mm512_maskz_min_ps(kAll, hi_v, v);
       }
-      _mm512_mask_storeu_ps(cr + 16 * z, m, v);
+      if (Masked) {
+        _mm512_mask_storeu_ps(cr + 16 * z, m, v);
+      } else {
+        _mm512_storeu_ps(cr + 16 * z, v);
+      }
     }
     if (NZ >= 2 && cols == 16 * NZ && store_ahead) {  // a full strip, and the task's columns go on
 #pragma GCC unroll 4
@@ -204,12 +210,17 @@ void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const floa
                          int64_t ldc, int64_t rows, int64_t cols, const float* row_bias, bool add,
                          const Epilogue* epi, const float* a_next, int64_t c_room) {
   const bool ahead = c_room >= kStorePrefetch + 16 * nz;
-  // B in place: whole-vector loads for a full strip, masked ones only for
-  // a last strip's columns (Zen 4 ran the masked loads at 5-7% of the
-  // GEMM: 256 x 784 x 256 105 -> 111 GFLOP/s, 96 x 196 x 576 105 -> 111).
+  // Whole-vector loads of B in place and of C, and whole-vector stores,
+  // for a full strip; masked ones only for a last strip's columns (Zen 4
+  // ran the masked loads of B at 5-7% of the GEMM: 256 x 784 x 256 105 ->
+  // 111 GFLOP/s, 96 x 196 x 576 105 -> 111).
   const bool masked = cols < 16 * nz;
 #define KITE_BLOCK(NA, NZ)                                                                               \
   do {                                                                                                   \
+    if (ldb <= 0 && masked) {                                                                            \
+      return block<NA, NZ, false, true>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi,     \
+                                        ahead, a_next);                                                  \
+    }                                                                                                    \
     if (ldb <= 0) {                                                                                      \
       return block<NA, NZ, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead,    \
                                   a_next);                                                               \
