@@ -37,9 +37,13 @@ __attribute__((target("avx512f"))) inline double sum_of(__m512d a, __m512d b) {
 
 __attribute__((target("avx512f"))) void moments_avx512(const float* x, int64_t n, float epsilon,
                                                        float* mean_out, float* inv_out) {
+  // Whole vectors, then the row's last part masked (zeros past n add
+  // nothing): a masked load on every vector cost Zen 4 more (as in the
+  // GEMM). The sums are the same either way.
   __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+  const int64_t full = n / 16 * 16;
   for (int64_t i = 0; i < n; i += 16) {
-    const __m512 v = _mm512_maskz_loadu_ps(lanes_left(n - i), x + i);  // zeros past n add nothing
+    const __m512 v = i < full ? _mm512_loadu_ps(x + i) : _mm512_maskz_loadu_ps(lanes_left(n - i), x + i);
     s0 = _mm512_maskz_add_pd(0xFF, s0, low_half(v));
     s1 = _mm512_maskz_add_pd(0xFF, s1, high_half(v));
   }
@@ -48,7 +52,7 @@ __attribute__((target("avx512f"))) void moments_avx512(const float* x, int64_t n
   __m512d q0 = _mm512_setzero_pd(), q1 = _mm512_setzero_pd();
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 k = lanes_left(n - i);
-    const __m512 v = _mm512_maskz_loadu_ps(k, x + i);
+    const __m512 v = i < full ? _mm512_loadu_ps(x + i) : _mm512_maskz_loadu_ps(k, x + i);
     // Lanes past n: d = 0 (masked subtraction), so they add nothing.
     const __m512d d0 = _mm512_maskz_sub_pd(static_cast<__mmask8>(k), low_half(v), m);
     const __m512d d1 = _mm512_maskz_sub_pd(static_cast<__mmask8>(k >> 8), high_half(v), m);
@@ -67,7 +71,15 @@ __attribute__((target("avx512f"))) void normalize_avx512(const float* x, int64_t
                                                          const float* bias, float* y) {
   constexpr __mmask16 kAll = 0xFFFF;
   const __m512 m = _mm512_set1_ps(mean), s = _mm512_set1_ps(inv);
-  for (int64_t i = 0; i < n; i += 16) {
+  const int64_t full = n / 16 * 16;
+  int64_t i = 0;
+  for (; i < full; i += 16) {  // whole vectors (see moments_avx512)
+    __m512 t = _mm512_maskz_mul_ps(kAll, _mm512_maskz_sub_ps(kAll, _mm512_loadu_ps(x + i), m), s);
+    t = _mm512_maskz_mul_ps(kAll, t, _mm512_loadu_ps(scale + i));
+    if (bias) t = _mm512_maskz_add_ps(kAll, t, _mm512_loadu_ps(bias + i));
+    _mm512_storeu_ps(y + i, t);
+  }
+  if (i < n) {
     const __mmask16 k = lanes_left(n - i);
     __m512 t = _mm512_maskz_mul_ps(kAll, _mm512_maskz_sub_ps(kAll, _mm512_maskz_loadu_ps(k, x + i), m), s);
     t = _mm512_maskz_mul_ps(kAll, t, _mm512_maskz_loadu_ps(k, scale + i));
