@@ -2507,7 +2507,7 @@ TEST(Winograd, TileBySizeAndOnly3x3Stride1) {
 // and the scalar loop the other levels fall back to) against the direct sum
 // in double: channel blocks with tails (m not a multiple of 8 or of 4),
 // rows with 1, 2 and 3 vectors of outputs (of 16 lanes, of 8) and partial
-// last vectors, strides 1 and 2 (AVX2 reads a stride-2 row split in even
+// last vectors, strides 1 and 2 (AVX-512 and AVX2 read a stride-2 row split in even
 // and odd columns: even and odd kernel widths),
 // uneven pads, kernels from 2x2 to 11x11, 1 to 4 input channels, Relu and
 // Clip. Bound: a sum of K = c * kh * kw products in any order, then the
