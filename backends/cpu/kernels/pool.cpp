@@ -152,6 +152,16 @@ int64_t avx512_row_floats(int64_t width, int64_t out_w, int64_t s, int64_t kw) {
   return std::max(width, s == 2 ? 2 * last + 34 : last + kw + 15);
 }
 
+// out[o .. o + 16) = v, masked past n (whole-vector stores but for a row's
+// last part: on Zen 4 a masked store costs more).
+__attribute__((target("avx512f"))) inline void store_outputs(float* out, int64_t o, int64_t n, __m512 v) {
+  if (o + 16 <= n) {
+    _mm512_storeu_ps(out + o, v);
+  } else {
+    _mm512_mask_storeu_ps(out + o, static_cast<__mmask16>((1u << (n - o)) - 1u), v);
+  }
+}
+
 // A whole plane of max_rows_separable sixteen lanes at a time (AVX-512F,
 // chosen at run time with the GEMM's level), `batch` output rows at a time:
 // the max down each output row's window into a padded row of its own (rows
@@ -166,16 +176,6 @@ int64_t avx512_row_floats(int64_t width, int64_t out_w, int64_t s, int64_t kw) {
 // v ? v : m exactly (a NaN v leaves m, a tie keeps m). (Masked forms with
 // all-ones masks: the plain ones pass an undefined operand that GCC 12
 // warns about, as in sgemm_avx512.cpp.)
-// out[o .. o + 16) = v, masked past n (whole-vector stores but for a row's
-// last part: on Zen 4 a masked store costs more).
-__attribute__((target("avx512f"))) inline void store_outputs(float* out, int64_t o, int64_t n, __m512 v) {
-  if (o + 16 <= n) {
-    _mm512_storeu_ps(out + o, v);
-  } else {
-    _mm512_mask_storeu_ps(out + o, static_cast<__mmask16>((1u << (n - o)) - 1u), v);
-  }
-}
-
 __attribute__((target("avx512f"))) void max_plane_avx512(const AxisWindows& ah,
                                                          const AxisWindows& aw, const float* x,
                                                          float* y, float* rows, int64_t pitch,
@@ -222,7 +222,6 @@ __attribute__((target("avx512f"))) void max_plane_avx512(const AxisWindows& ah,
     for (int64_t oh = oh0; oh < oh1; ++oh) {
       const float* row = rows + (oh - oh0) * pitch;
       float* out = y + oh * OW;
-
       if (s == 2 && kw == 2) {
         for (int64_t o = 0; o < OW; o += 16) {
           const float* r = row + 2 * o;

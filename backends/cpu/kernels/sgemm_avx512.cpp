@@ -75,7 +75,8 @@ inline __mmask16 column_mask(int64_t left) {
   return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
 }
 
-// NA A panels (1 or 2) by NZ pairs of B panels (1 or 2); Direct: B read in
+// NA A panels (1 or 2) by NZ pairs of B panels (1 or 2; 3 or 4 with one A
+// panel); Direct: B read in
 // place, row p of the block's columns at b[0] + p * ldb (16 floats per
 // load, masked past cols), instead of from packed panels.
 // a_next: the next pair's first A panel at this k block (its second at the
@@ -359,8 +360,8 @@ void column_block(int64_t ip, int64_t np, int64_t m, int64_t k, int64_t k_end, i
   const int64_t panel = k * kMR;
   // The last vector's second panel, where there is one (a masked-off lane
   // is not read).
-  const __mmask16 last_hi = 2 * NV <= np ? static_cast<__mmask16>(0x3F00) : static_cast<__mmask16>(0);
   const bool last_hi_panel = 2 * NV <= np;
+  const __mmask16 last_hi = last_hi_panel ? static_cast<__mmask16>(0x3F00) : static_cast<__mmask16>(0);
   auto step = [&](const __m512 (&av)[NV]) {
 #pragma GCC unroll 8
     for (int c = 0; c < NC; ++c) {
