@@ -86,13 +86,17 @@ inline __mmask16 column_mask(int64_t left) {
 // same).
 // Masked: the strip is narrower than its NZ vectors (cols < 16 NZ), so
 // B in place and C are read and C written with masks; else whole vectors.
-template <int NA, int NZ, bool Direct, bool Masked = false>
+// RA: the rows of a lone A panel that are computed (rows <= RA), so a
+// last panel of 2 or 4 rows (m = 16, 32, 40, 64, ...) does not run the
+// FMAs of rows past m: a 16 x 12544 x 32 pointwise layer computed 18 rows.
+template <int NA, int NZ, bool Direct, bool Masked = false, int RA = static_cast<int>(kMR)>
 void block(int64_t kc, const float* a0, const float* a1, const float* const* b, int64_t ldb,
            int64_t prefetch, float* c, int64_t ldc, int64_t rows, int64_t cols,
            const float* row_bias, bool add, const Epilogue* epi, bool store_ahead,
            const float* a_next) {
   static_assert(NZ <= 2 || NA == 1, "three or four vectors across: one A panel (24 accumulators)");
-  constexpr int R = NA * static_cast<int>(kMR);
+  static_assert(NA == 1 || RA == static_cast<int>(kMR), "partial rows: one A panel");
+  constexpr int R = NA == 1 ? RA : NA * static_cast<int>(kMR);
   __m512 acc[R][NZ];
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
@@ -130,7 +134,7 @@ void block(int64_t kc, const float* a0, const float* a1, const float* const* b, 
       for (int q = 0; q < 2 * NZ; ++q) bp[q] += kNR;
     }
 #pragma GCC unroll 6
-    for (int r = 0; r < static_cast<int>(kMR); ++r) {
+    for (int r = 0; r < (NA == 1 ? RA : static_cast<int>(kMR)); ++r) {
       const __m512 av = _mm512_set1_ps(a0[r]);
 #pragma GCC unroll 4
       for (int z = 0; z < NZ; ++z) acc[r][z] = _mm512_fmadd_ps(av, bv[z], acc[r][z]);
@@ -216,24 +220,31 @@ void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const floa
   // ran the masked loads of B at 5-7% of the GEMM: 256 x 784 x 256 105 ->
   // 111 GFLOP/s, 96 x 196 x 576 105 -> 111).
   const bool masked = cols < 16 * nz;
-#define KITE_BLOCK(NA, NZ)                                                                               \
+#define KITE_BLOCK_ROWS(NA, NZ, RA)                                                                      \
   do {                                                                                                   \
     if (ldb <= 0 && masked) {                                                                            \
-      return block<NA, NZ, false, true>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi,     \
-                                        ahead, a_next);                                                  \
+      return block<NA, NZ, false, true, RA>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, \
+                                            ahead, a_next);                                              \
     }                                                                                                    \
     if (ldb <= 0) {                                                                                      \
-      return block<NA, NZ, false>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add, epi, ahead,    \
-                                  a_next);                                                               \
+      return block<NA, NZ, false, false, RA>(kc, a0, a1, b, 0, 0, c, ldc, rows, cols, row_bias, add,     \
+                                             epi, ahead, a_next);                                        \
     }                                                                                                    \
     if (masked) {                                                                                        \
-      return block<NA, NZ, true, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add,  \
-                                       epi, ahead, a_next);                                              \
+      return block<NA, NZ, true, true, RA>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias,   \
+                                           add, epi, ahead, a_next);                                     \
     }                                                                                                    \
-    return block<NA, NZ, true>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias, add, epi,     \
-                               ahead, a_next);                                                           \
+    return block<NA, NZ, true, false, RA>(kc, a0, a1, b, ldb, prefetch, c, ldc, rows, cols, row_bias,    \
+                                          add, epi, ahead, a_next);                                      \
   } while (false)
+#define KITE_BLOCK(NA, NZ) KITE_BLOCK_ROWS(NA, NZ, static_cast<int>(kMR))
+  // The 6x64 and 6x48 blocks on a last panel of up to 2 or 4 rows: those
+  // rows only.
+  if (nz == 4 && rows <= 2) KITE_BLOCK_ROWS(1, 4, 2);
+  if (nz == 4 && rows <= 4) KITE_BLOCK_ROWS(1, 4, 4);
   if (nz == 4) KITE_BLOCK(1, 4);
+  if (nz == 3 && rows <= 2) KITE_BLOCK_ROWS(1, 3, 2);
+  if (nz == 3 && rows <= 4) KITE_BLOCK_ROWS(1, 3, 4);
   if (nz == 3) KITE_BLOCK(1, 3);
   if (na == 2) {
     if (nz == 2) KITE_BLOCK(2, 2);
@@ -242,6 +253,7 @@ void block_kernel_avx512(int na, int nz, int64_t kc, const float* a0, const floa
   if (nz == 2) KITE_BLOCK(1, 2);
   KITE_BLOCK(1, 1);
 #undef KITE_BLOCK
+#undef KITE_BLOCK_ROWS
 }
 
 // Output vector j (0-5) of a 16-column step holds elements 16j .. 16j + 15
