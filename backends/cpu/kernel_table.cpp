@@ -141,6 +141,7 @@ const std::vector<FusedKernelEntry>& fused_kernel_table() {
       {"LayerNormalization", check_fused_layer_norm, prepare_fused_layer_norm},
       {"SkipLayerNormalization", check_fused_skip_layer_norm, prepare_fused_skip_layer_norm},
       {"Attention", check_fused_attention, prepare_fused_attention},
+      {"ChannelShuffle", check_fused_channel_shuffle, prepare_fused_channel_shuffle},
   };
   return table;
 }

@@ -34,6 +34,7 @@ Kind classify(const ir::Node& n, std::string* why) {
   const std::string& op = n.op;
   if (!n.fused_pattern.empty()) {
     if (in(op, {"FusedConv", "FusedMatMul", "FusedGemm", "Gelu"})) return Kind::kArith;
+    if (op == "ChannelShuffle") return Kind::kFollow;  // moves values, as its body's ops
     *why = "fused " + op + " computes in fp32 (normalization/attention)";
     return Kind::kFp32;
   }

@@ -1158,6 +1158,76 @@ Model small_network() {
   return b.model();
 }
 
+// ShuffleNet's channel shuffle of two branches: Concat, Reshape to
+// [N, 2, C / 2, H, W], Transpose [0, 2, 1, 3, 4], Reshape back; then
+// `slices` channel Slices of the result (0: the shuffled tensor itself).
+int channel_shuffle(Builder& b, int x0, int x1, int64_t c, int64_t h, int64_t w) {
+  const int cat = b.node("Concat", {x0, x1}, {int_attr("axis", 1)});
+  const int split = b.node("Reshape", {cat, b.ints_constant("to5", {1, 2, c / 2, h, w})});
+  const int t = b.node("Transpose", {split}, {ints_attr("perm", {0, 2, 1, 3, 4})});
+  return b.node("Reshape", {t, b.ints_constant("to4", {1, c, h, w})});
+}
+
+TEST(FuseChannelShuffle, ConcatShuffleAndSlicesBecomeOneNodeWithTheBodysBits) {
+  Builder b;
+  const int x0 = b.input("x0", {1, 6, 3, 5}), x1 = b.input("x1", {1, 6, 3, 5});
+  const int y = channel_shuffle(b, b.node("Relu", {x0}), b.node("Relu", {x1}), 12, 3, 5);
+  const int axes = b.ints_constant("axes", {1});
+  const int lo = b.node("Slice", {y, b.ints_constant("s0", {0}), b.ints_constant("e0", {6}), axes});
+  // An end past the axis clamps to it (ONNX Slice).
+  const int hi = b.node("Slice", {y, b.ints_constant("s1", {6}), b.ints_constant("e1", {1 << 20}), axes});
+  b.output(b.node("Sigmoid", {lo}));
+  b.output(hi);
+  PassResult r;
+  const Model opt = optimized(b.model(), {kite::passes::fuse_channel_shuffle}, &r);
+  const Node* n = find_op(opt, "ChannelShuffle");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->domain, "kite");
+  EXPECT_EQ(n->fused_pattern, "Concat+ChannelShuffle+Slice");
+  EXPECT_EQ(body_ops(*n), (std::vector<std::string>{"Concat", "Reshape", "Transpose", "Reshape", "Slice", "Slice"}));
+  EXPECT_EQ(n->inputs.size(), 2u);
+  EXPECT_EQ(n->outputs.size(), 2u);
+  EXPECT_EQ(n->find_attr("group")->i, 2);
+  EXPECT_EQ(n->find_attr("channel_starts")->ints, (std::vector<int64_t>{0, 6}));
+  expect_scratch_intermediates(opt, *n);
+  // Copies only: the fused kernel gives the body's bits.
+  const auto inputs = random_inputs(opt, 5);
+  const RunResult fused = run(opt, inputs, Path::kDefault);
+  const RunResult body = run(opt, inputs, Path::kDecomposed);
+  EXPECT_EQ(fused.fused, 1);
+  EXPECT_EQ(body.decomposed, 1);
+  expect_close(body.outputs, fused.outputs, 0.0);
+}
+
+TEST(FuseChannelShuffle, ShuffleAloneAndShuffleReadByOtherNodes) {
+  // No Concat before it (the input is a graph input) and a reader that is
+  // not a Slice: the shuffle alone, its result the output.
+  Builder b;
+  const int x = b.input("x", {1, 8, 4, 4});
+  const int split = b.node("Reshape", {x, b.ints_constant("to5", {1, 4, 2, 4, 4})});
+  const int t = b.node("Transpose", {split}, {ints_attr("perm", {0, 2, 1, 3, 4})});
+  const int y = b.node("Reshape", {t, b.ints_constant("to4", {1, 8, 4, 4})});
+  b.output(b.node("Relu", {y}));
+  const Model opt = optimized(b.model(), {kite::passes::fuse_channel_shuffle});
+  const Node* n = find_op(opt, "ChannelShuffle");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->fused_pattern, "ChannelShuffle");
+  EXPECT_EQ(n->find_attr("group")->i, 4);
+  const auto inputs = random_inputs(opt, 6);
+  expect_close(run(opt, inputs, Path::kDecomposed).outputs, run(opt, inputs, Path::kDefault).outputs, 0.0);
+}
+
+TEST(FuseChannelShuffle, TransposedTensorReadElsewhereIsNotFused) {
+  Builder b;
+  const int x0 = b.input("x0", {1, 4, 2, 2}), x1 = b.input("x1", {1, 4, 2, 2});
+  const int y = channel_shuffle(b, x0, x1, 8, 2, 2);
+  b.output(y);
+  // The 5-D transposed tensor is also an output.
+  b.output(b.model().main().nodes[2].outputs[0]);
+  const Model opt = optimized(b.model(), {kite::passes::fuse_channel_shuffle});
+  EXPECT_EQ(find_op(opt, "ChannelShuffle"), nullptr);
+}
+
 TEST(Pipeline, O2FusesAndMatchesTheUnoptimizedGraph) {
   const Model m = small_network();
   Model opt = m;
@@ -1378,6 +1448,36 @@ TEST(HostileFusedNodes, BiasAndNormShapesMustFit) {
                         {axis}).find("skip"), std::string::npos);
   AbiTensor bad_ln_out("out", {3, 9});
   EXPECT_NE(cpu_verdict("LayerNormalization", "LayerNormalization", {&x, &gamma}, {&bad_ln_out}, {axis}), "");
+}
+
+TEST(HostileFusedNodes, ChannelShuffleShapesAndStartsMustFit) {
+  AbiTensor a("a", {1, 4, 3, 3}), b("b", {1, 4, 3, 3}), lo("lo", {1, 4, 3, 3}), hi("hi", {1, 4, 3, 3});
+  const int64_t starts[] = {0, 4}, late[] = {0, 5};
+  auto attrs = [](int64_t group, const int64_t* s, int32_t count) {
+    kite_backend_attr g{};
+    g.name = "group";
+    g.type = KITE_ATTR_INT;
+    g.i = group;
+    kite_backend_attr c{};
+    c.name = "channel_starts";
+    c.type = KITE_ATTR_INTS;
+    c.count = count;
+    c.ints = s;
+    return std::vector<kite_backend_attr>{g, c};
+  };
+  const char* pattern = "Concat+ChannelShuffle+Slice";
+  EXPECT_EQ(cpu_verdict("ChannelShuffle", pattern, {&a, &b}, {&lo, &hi}, attrs(2, starts, 2)), "");
+  EXPECT_NE(cpu_verdict("ChannelShuffle", pattern, {&a, &b}, {&lo, &hi}, attrs(3, starts, 2)).find("group 3"),
+            std::string::npos);
+  EXPECT_NE(cpu_verdict("ChannelShuffle", pattern, {&a, &b}, {&lo, &hi}, attrs(2, late, 2)).find("output 'hi'"),
+            std::string::npos);
+  EXPECT_NE(cpu_verdict("ChannelShuffle", pattern, {&a, &b}, {&lo, &hi}, attrs(2, starts, 1)).find("channel_starts"),
+            std::string::npos);
+  AbiTensor wide("wide", {1, 4, 3, 4});
+  EXPECT_NE(cpu_verdict("ChannelShuffle", pattern, {&a, &wide}, {&lo, &hi}, attrs(2, starts, 2)).find("input 'wide'"),
+            std::string::npos);
+  EXPECT_NE(cpu_verdict("ChannelShuffle", "ChannelShuffle+Gelu", {&a, &b}, {&lo, &hi}, attrs(2, starts, 2))
+                .find("pattern"), std::string::npos);
 }
 
 TEST(HostileFusedNodes, LoaderRefusesAFusedNodeWithoutBody) {

@@ -40,6 +40,7 @@ KITE_CPU_FUSED(fused_gelu)        // Gelu: the erf or tanh formula
 KITE_CPU_FUSED(fused_layer_norm)  // LayerNormalization: from its decomposed form
 KITE_CPU_FUSED(fused_skip_layer_norm)  // SkipLayerNormalization: Add + LayerNormalization
 KITE_CPU_FUSED(fused_attention)   // Attention: softmax(q kt * scale + mask) v
+KITE_CPU_FUSED(fused_channel_shuffle)  // ChannelShuffle: [Concat +] shuffle [+ channel Slices]
 
 #undef KITE_CPU_FUSED
 
