@@ -39,10 +39,12 @@ class Kernel {
   // the GEMM's epilogue), so the wrapper must not apply it again.
   virtual bool take_activation(const kite::ops::FusedActivation& /*act*/) { return false; }
   // A fused kernel offers a hook for each finished block of the output
-  // (rows x cols floats at c, ld apart), to run while the block is in
-  // cache instead of in a pass over the whole output afterwards (MatMul's
-  // bias and activation): true when run will call it on every output value
-  // exactly once (sgemm::Epilogue::tile's contract).
+  // (rows x cols floats at c, ld apart, c inside the output: a hook may
+  // find other tensors' values by the block's place), to run while the
+  // block is in cache instead of in a pass over the whole output
+  // afterwards (MatMul's bias and activation, Conv's residual): true when
+  // run will call it on every output value exactly once
+  // (sgemm::Epilogue::tile's contract).
   virtual bool take_tile_hook(sgemm::TileHook /*hook*/, const void* /*ctx*/) { return false; }
 };
 

@@ -140,6 +140,15 @@ bool is_window_node(const ir::Node& n) {
   return n.op == "FusedConv" && !n.body.empty() && n.body[0].op == "Conv";
 }
 
+// Input slot i of a window node is a fused residual (FusedConv's input 3,
+// Conv+Add[+activation]): a float [1, C, H, W] activation of the output's
+// shape, whose rows are the output's rows.
+bool residual_slot(const ir::Model& m, const ir::Node& n, size_t i) {
+  if (n.op != "FusedConv" || i != 3 || n.inputs.size() != 4 || n.inputs[3] < 0 || n.outputs.empty()) return false;
+  const ir::Tensor& r = m.tensors[static_cast<size_t>(n.inputs[3])];
+  return !r.is_constant() && is_rank4_n1(r) && r.shape == m.tensors[static_cast<size_t>(n.outputs[0])].shape;
+}
+
 // Whether node n can run on row bands: its output and every activation input
 // are float [1, C, H, W] tensors (or, for elementwise ops, [1, C, 1, 1]
 // broadcasts); windows slide over H with explicit pads.
@@ -162,7 +171,10 @@ bool tileable(const ir::Model& m, const ir::Node& n) {
     const ir::Tensor& x = m.tensors[static_cast<size_t>(n.inputs[0])];
     if (x.is_constant() || !is_rank4_n1(x)) return false;
     for (size_t i = 1; i < n.inputs.size(); ++i) {
-      if (n.inputs[i] >= 0 && !m.tensors[static_cast<size_t>(n.inputs[i])].is_constant()) return false;
+      if (n.inputs[i] >= 0 && !m.tensors[static_cast<size_t>(n.inputs[i])].is_constant() &&
+          !residual_slot(m, n, i)) {
+        return false;
+      }
     }
     // A fused body: the Conv first, then elementwise nodes over tensors of
     // the output's shape.
@@ -233,7 +245,7 @@ bool row_input(const ir::Model& m, const ir::Node& n, size_t i) {
   if (t < 0) return false;
   const ir::Tensor& x = m.tensors[static_cast<size_t>(t)];
   if (x.is_constant()) return false;
-  if (is_window_node(n) || n.op == "Resize") return i == 0;
+  if (is_window_node(n) || n.op == "Resize") return i == 0 || residual_slot(m, n, i);
   return x.shape.size() == 4 && x.shape[2] > 1;
 }
 
@@ -246,7 +258,7 @@ Rows input_rows(const ir::Model& m, const ir::Node& n, size_t i, Rows r, int64_t
     const int64_t s = resize_factor(m, n);  // r is aligned (see patch_region)
     return Rows{r.lo / s, (r.hi + s - 1) / s};
   }
-  if (!is_window_node(n)) return r;
+  if (!is_window_node(n) || residual_slot(m, n, i)) return r;
   Window w;
   window_of(m, n, &w);
   const int64_t lo = r.lo * w.stride - w.pad_top;

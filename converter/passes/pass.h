@@ -101,6 +101,7 @@ bool fuse_layer_norm(PassContext& ctx, PassResult* result);
 bool fuse_attention(PassContext& ctx, PassResult* result);
 bool fuse_skip_layer_norm(PassContext& ctx, PassResult* result);
 bool fuse_matmul_bias(PassContext& ctx, PassResult* result);
+bool fuse_conv_residual(PassContext& ctx, PassResult* result);
 bool fuse_conv_activation(PassContext& ctx, PassResult* result);
 bool fuse_channel_shuffle(PassContext& ctx, PassResult* result);
 

@@ -58,6 +58,7 @@ const std::vector<Group>& groups() {
            {"fuse_attention", 2, fuse_attention},
            {"fuse_skip_layer_norm", 2, fuse_skip_layer_norm},
            {"fuse_matmul_bias", 2, fuse_matmul_bias},
+           {"fuse_conv_residual", 2, fuse_conv_residual},
            {"fuse_conv_activation", 2, fuse_conv_activation},
            {"fuse_channel_shuffle", 2, fuse_channel_shuffle},
        }},

@@ -41,6 +41,10 @@ bool convert_onnx_file(const std::string& onnx_path, const ConvertOptions& optio
   passes::PipelineOptions pipeline;
   pipeline.level = options.opt_level;
   pipeline.disabled = options.disabled_passes;
+  // Half-precision files are for the GPU backends, whose FusedConv takes no
+  // residual (docs/FUSIONS.md): there the Conv and the Add stay two nodes
+  // they run, rather than a fused node they would decompose.
+  if (options.precision.precision != Precision::kFp32) pipeline.disabled.push_back("fuse_conv_residual");
   passes::PipelineReport optimized;
   if (!passes::run_pipeline(model, pipeline, &optimized, err)) {
     report->failed_step = "optimize";

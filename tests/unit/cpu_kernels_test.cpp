@@ -2652,6 +2652,62 @@ TEST(Conv, FusedActivationsHaveTheUnfusedBits) {
   }
 }
 
+// FusedConv with a residual (Conv+Add, Conv+Add+<activation>): the
+// residual added by the convolution's tile hook on the GEMM paths
+// (pointwise, im2col, the stem kernel, Winograd's runs of tiles, the
+// depthwise planes) or, where the kernel takes no hook (the depthwise
+// channel blocks), in a pass after it; either way the bits of the plain
+// Conv, then vmath::add of the residual, then the activation. With and
+// without the bias input; two threads.
+TEST(Conv, FusedResidualHasTheUnfusedBits) {
+  using kite::cpu::sgemm::MicroKernel;
+  struct Shape4 {
+    int64_t c, m, h, w, k, group;
+  };
+  const Shape4 shapes[] = {{24, 24, 9, 10, 3, 24},   {3, 3, 4, 1500, 3, 3}, {40, 56, 9, 13, 1, 1},
+                           {3, 20, 23, 37, 3, 1},    {32, 32, 14, 14, 3, 1}, {64, 64, 28, 28, 3, 1},
+                           {64, 128, 17, 19, 3, 1}};
+  for (MicroKernel level : {MicroKernel::kAvx512, MicroKernel::kAvx2Fma, MicroKernel::kPortable}) {
+    const ForcedGemmKernel forced(level);
+    if (!forced.ok()) continue;
+    for (const Shape4& sh : shapes) {
+      const int64_t pad = sh.k / 2;
+      const Shape xs = {1, sh.c, sh.h, sh.w}, ws = {sh.m, sh.c / sh.group, sh.k, sh.k}, ys = {1, sh.m, sh.h, sh.w};
+      const std::vector<float> x = Random(Numel(xs), 91), wt = Random(Numel(ws), 92), bias = Random(sh.m, 93),
+                               r = Random(Numel(ys), 94);
+      for (bool with_bias : {true, false}) {
+        Backend be(2);
+        Node plain("Conv", "conv");
+        plain.in(xs, x).in(ws, wt, true);
+        if (with_bias) plain.in({sh.m}, bias, true);
+        plain.out(ys).i("group", sh.group).ints("pads", {pad, pad, pad, pad});
+        ASSERT_TRUE(Runs(be, plain));
+        std::vector<float> sum = plain.result();
+        kite::cpu::vmath::add(sum.data(), r.data(), sum.data(), static_cast<int64_t>(sum.size()));
+        for (const char* act : {"", "Relu", "SiLU"}) {
+          const std::string a = act;
+          SCOPED_TRACE("act '" + a + "' level " + std::to_string(static_cast<int>(level)) + " c " +
+                       std::to_string(sh.c) + " m " + std::to_string(sh.m) + " " + std::to_string(sh.h) + "x" +
+                       std::to_string(sh.w) + (with_bias ? " bias" : ""));
+          std::vector<float> want = sum;
+          if (!a.empty()) UnfusedActivation(a, want.data(), static_cast<int64_t>(want.size()));
+          Node fused("FusedConv", "conv_add");
+          fused.domain("kite").fused(a.empty() ? "Conv+Add" : "Conv+Add+" + a).in(xs, x).in(ws, wt, true);
+          if (with_bias) {
+            fused.in({sh.m}, bias, true);
+          } else {
+            fused.absent();
+          }
+          fused.in(ys, r).out(ys).i("group", sh.group).ints("pads", {pad, pad, pad, pad});
+          if (!a.empty()) fused.s("activation", a);
+          ASSERT_TRUE(Runs(be, fused));
+          ExpectExact(fused.result(), want);
+        }
+      }
+    }
+  }
+}
+
 // FusedMatMul (bias along the last axis, then an activation) by the
 // MatMul's tile hook on each finished block, and FusedGemm's activation in
 // the GEMM's store or hook: the bits of the unfused MatMul / Gemm followed

@@ -1123,6 +1123,53 @@ TEST(FuseConvActivation, ConvOutputWithAnotherReaderIsNotFused) {
   EXPECT_EQ(find_op(opt, "FusedConv"), nullptr);
 }
 
+TEST(FuseConvResidual, ResidualAddAndTheActivationAfterIt) {
+  // ResNet's basic block end: Conv -> Add(skip) -> Relu; MobileNetV2's
+  // projection: Conv (no bias) -> Add(skip), nothing after.
+  Builder b;
+  const int x = b.input("x", {1, 4, 5, 5});
+  const int c1 = b.node("Conv", {x, b.random_constant("w1", {4, 4, 3, 3}), b.random_constant("b1", {4})},
+                        {ints_attr("pads", {1, 1, 1, 1})});
+  const int y1 = b.node("Relu", {b.node("Add", {c1, x})});
+  const int c2 = b.node("Conv", {y1, b.random_constant("w2", {4, 4, 1, 1})});
+  b.output(b.node("Add", {y1, c2}));
+  PassResult r;
+  const Model opt = optimized(b.model(), {kite::passes::fuse_conv_residual}, &r);
+  ASSERT_EQ(opt.main().nodes.size(), 2u);
+  const Node& first = opt.main().nodes[0];
+  const Node& second = opt.main().nodes[1];
+  EXPECT_EQ(first.fused_pattern, "Conv+Add+Relu");
+  EXPECT_EQ(body_ops(first), (std::vector<std::string>{"Conv", "Add", "Relu"}));
+  ASSERT_EQ(first.inputs.size(), 4u);
+  EXPECT_EQ(first.inputs[3], x);
+  EXPECT_EQ(first.find_attr("activation")->s, "Relu");
+  EXPECT_EQ(second.fused_pattern, "Conv+Add");
+  ASSERT_EQ(second.inputs.size(), 4u);
+  EXPECT_EQ(second.inputs[2], -1);  // no bias
+  EXPECT_EQ(second.find_attr("activation"), nullptr);
+  expect_scratch_intermediates(opt, first);
+  // The CPU kernel's hook gives the body's bits.
+  const auto inputs = random_inputs(opt, 9);
+  const RunResult fused = run(opt, inputs, Path::kDefault);
+  const RunResult body = run(opt, inputs, Path::kDecomposed);
+  EXPECT_EQ(fused.fused, 2);
+  expect_close(body.outputs, fused.outputs, 0.0);
+}
+
+TEST(FuseConvResidual, BroadcastOrSharedOperandsAreNotFused) {
+  Builder b;
+  const int x = b.input("x", {1, 4, 3, 3});
+  const int w = b.random_constant("w", {4, 4, 1, 1});
+  // A per-channel bias added (a broadcast), not a residual.
+  b.output(b.node("Add", {b.node("Conv", {x, w}), b.input("bias", {1, 4, 1, 1})}));
+  // The Conv's output read by another node too.
+  const int c = b.node("Conv", {x, w});
+  b.output(b.node("Add", {c, x}));
+  b.output(b.node("Sigmoid", {c}));
+  const Model opt = optimized(b.model(), {kite::passes::fuse_conv_residual});
+  EXPECT_EQ(find_op(opt, "FusedConv"), nullptr);
+}
+
 // ---- the pipeline ---------------------------------------------------------------
 
 // A small network touching most passes: BatchNorm, SiLU, a shape subgraph,
@@ -1425,6 +1472,16 @@ TEST(HostileFusedNodes, FusedConvChecksItsOutputAndActivation) {
                 .find("does not end with"), std::string::npos);
   // The scheduler test's pattern name is not one of the optimizer's.
   EXPECT_NE(cpu_verdict("FusedConv", "conv_relu", {&x, &w}, {&y}, {}), "");
+  // A residual: input R of the output's shape, after X, W and B (or none).
+  AbiTensor r("r", {1, 3, 3, 3}), short_r("r", {1, 3, 3, 2});
+  EXPECT_EQ(cpu_verdict("FusedConv", "Conv+Add", {&x, &w, nullptr, &r}, {&y}, {}), "");
+  EXPECT_EQ(cpu_verdict("FusedConv", "Conv+Add+Relu", {&x, &w, nullptr, &r}, {&y}, {abi_string("activation", "Relu")}),
+            "");
+  EXPECT_NE(cpu_verdict("FusedConv", "Conv+Add", {&x, &w, nullptr, &short_r}, {&y}, {}).find("residual"),
+            std::string::npos);
+  EXPECT_NE(cpu_verdict("FusedConv", "Conv+Add", {&x, &w, nullptr}, {&y}, {}).find("R"), std::string::npos);
+  EXPECT_NE(cpu_verdict("FusedConv", "Conv+Add", {&x, &w, nullptr, &r}, {&y}, {abi_string("activation", "Relu")})
+                .find("does not end with"), std::string::npos);
 }
 
 TEST(HostileFusedNodes, BiasAndNormShapesMustFit) {

@@ -295,6 +295,20 @@ class ConvKernel : public Kernel {
     return fused::activation_into_epilogue(tile_act_, !winograd_, &epilogue_);
   }
 
+  // A fused residual's hook (fused_conv.cpp) on each finished block of the
+  // output, where it lies in y_ (the hook finds its residual by the
+  // block's place): the GEMM paths' task blocks, the depthwise planes, the
+  // stem's rows, Winograd's runs of output tiles. Not with an epilogue
+  // already set, nor on the direct loops, nor on the depthwise channel
+  // blocks, whose hook sees a band in its scratch layout.
+  bool take_tile_hook(sgemm::TileHook hook, const void* ctx) override {
+    if (epilogue_.kind != sgemm::Epilogue::kNone || epilogue_.tile != nullptr) return false;
+    if ((direct_ && !vector_depthwise()) || channel_blocks_) return false;
+    epilogue_.tile = hook;
+    epilogue_.tile_ctx = ctx;
+    return true;
+  }
+
   void run(ThreadPool& pool) override {
     if (batch_ == 0 || out_channels_ == 0 || pixels_ == 0) return;
     if (direct_) {
