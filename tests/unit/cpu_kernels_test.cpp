@@ -876,10 +876,11 @@ TEST(Depthwise, ArrangedWeightsHaveTheGatheredBits) {
   }
 }
 
-// The 3x3 stride-2 planes that go by planes on AVX-512 (s2k3) give the
-// channel blocks' bits: the same taps in the same order, each an FMA.
-// Sixteen and twenty channels (a block and a tail), bias, Relu and Clip.
-TEST(Depthwise, StrideTwoPlanesHaveTheChannelBlocksBits) {
+// The 3x3 planes that go by planes on AVX-512 (stride 2: s2k3, stride 1:
+// s1k3) give the channel blocks' bits: the same taps in the same order,
+// each an FMA. Sixteen and twenty channels (a block and a tail), bias,
+// Relu and Clip, odd and even sizes, one to five vectors a row.
+TEST(Depthwise, WidePlanesHaveTheChannelBlocksBits) {
   using kite::cpu::sgemm::MicroKernel;
   namespace dw = kite::cpu::depthwise;
   const ForcedGemmKernel forced(MicroKernel::kAvx512);
@@ -887,43 +888,48 @@ TEST(Depthwise, StrideTwoPlanesHaveTheChannelBlocksBits) {
   struct Size {
     int64_t h, w;
   };
-  for (const Size sz : {Size{56, 56}, Size{13, 65}, Size{30, 57}}) {
-    for (int64_t count : {16, 20}) {
-      const int64_t oh = (sz.h - 1) / 2 + 1, ow = (sz.w - 1) / 2 + 1;
-      const std::vector<float> x = Random(count * sz.h * sz.w, 95), w = Random(count * 9, 96), b = Random(count, 97);
-      for (int variant = 0; variant < 3; ++variant) {
-        SCOPED_TRACE(std::to_string(count) + " channels " + std::to_string(sz.h) + "x" + std::to_string(sz.w) +
-                     " variant " + std::to_string(variant));
-        const dw::Plane::Act act = variant == 1 ? dw::Plane::kRelu : variant == 2 ? dw::Plane::kClip : dw::Plane::kNone;
-        std::vector<float> by_planes(static_cast<size_t>(count * oh * ow), -7.0f), by_blocks = by_planes;
-        for (int64_t m = 0; m < count; ++m) {
-          dw::Plane p{x.data() + m * sz.h * sz.w, sz.h, sz.w, by_planes.data() + m * oh * ow, oh, ow,
-                      w.data() + m * 9, 3, 3, 2, 2, 1, 1, 1, b[static_cast<size_t>(m)]};
-          p.act = act;
-          p.lo = -0.25f;
-          p.hi = 0.5f;
-          std::vector<float> scratch(static_cast<size_t>(dw::scratch_floats(p)));
-          dw::run_plane(p, scratch.data());
+  for (int64_t stride : {1, 2}) {
+    for (const Size sz : {Size{56, 56}, Size{13, 65}, Size{30, 57}, Size{1, 9}, Size{2, 80}}) {
+      for (int64_t count : {16, 20}) {
+        const int64_t oh = (sz.h - 1) / stride + 1, ow = (sz.w - 1) / stride + 1;
+        const std::vector<float> x = Random(count * sz.h * sz.w, 95), w = Random(count * 9, 96),
+                                 b = Random(count, 97);
+        for (int variant = 0; variant < 3; ++variant) {
+          SCOPED_TRACE("stride " + std::to_string(stride) + ", " + std::to_string(count) + " channels " +
+                       std::to_string(sz.h) + "x" + std::to_string(sz.w) + " variant " + std::to_string(variant));
+          const dw::Plane::Act act =
+              variant == 1 ? dw::Plane::kRelu : variant == 2 ? dw::Plane::kClip : dw::Plane::kNone;
+          std::vector<float> by_planes(static_cast<size_t>(count * oh * ow), -7.0f), by_blocks = by_planes;
+          for (int64_t m = 0; m < count; ++m) {
+            dw::Plane p{x.data() + m * sz.h * sz.w, sz.h, sz.w, by_planes.data() + m * oh * ow, oh, ow,
+                        w.data() + m * 9, 3, 3, stride, stride, 1, 1, 1, b[static_cast<size_t>(m)]};
+            p.act = act;
+            p.lo = -0.25f;
+            p.hi = 0.5f;
+            std::vector<float> scratch(static_cast<size_t>(dw::scratch_floats(p)));
+            dw::run_plane(p, scratch.data());
+          }
+          for (int64_t c0 = 0; c0 < count; c0 += dw::kChannelLanes) {
+            dw::Channels c{};
+            c.in = x.data() + c0 * sz.h * sz.w;
+            c.in_stride = sz.h * sz.w;
+            c.h = sz.h, c.w = sz.w;
+            c.out = by_blocks.data() + c0 * oh * ow;
+            c.out_stride = oh * ow;
+            c.oh = oh, c.ow = ow;
+            c.weights = w.data() + c0 * 9;
+            c.kh = 3, c.kw = 3, c.stride_h = stride, c.stride_w = stride, c.pad_h = 1, c.pad_w = 1;
+            c.bias = b.data() + c0;
+            c.count = std::min<int64_t>(dw::kChannelLanes, count - c0);
+            c.act = act;
+            c.lo = -0.25f;
+            c.hi = 0.5f;
+            std::vector<float> scratch(static_cast<size_t>(
+                dw::channel_scratch_floats(sz.h, sz.w, oh, ow, 3, 3, stride, stride, 1, 1)));
+            ASSERT_TRUE(dw::run_channels(c, scratch.data()));
+          }
+          ExpectExact(by_planes, by_blocks);
         }
-        for (int64_t c0 = 0; c0 < count; c0 += dw::kChannelLanes) {
-          dw::Channels c{};
-          c.in = x.data() + c0 * sz.h * sz.w;
-          c.in_stride = sz.h * sz.w;
-          c.h = sz.h, c.w = sz.w;
-          c.out = by_blocks.data() + c0 * oh * ow;
-          c.out_stride = oh * ow;
-          c.oh = oh, c.ow = ow;
-          c.weights = w.data() + c0 * 9;
-          c.kh = 3, c.kw = 3, c.stride_h = 2, c.stride_w = 2, c.pad_h = 1, c.pad_w = 1;
-          c.bias = b.data() + c0;
-          c.count = std::min<int64_t>(dw::kChannelLanes, count - c0);
-          c.act = act;
-          c.lo = -0.25f;
-          c.hi = 0.5f;
-          std::vector<float> scratch(static_cast<size_t>(dw::channel_scratch_floats(sz.h, sz.w, oh, ow, 3, 3, 2, 2, 1, 1)));
-          ASSERT_TRUE(dw::run_channels(c, scratch.data()));
-        }
-        ExpectExact(by_planes, by_blocks);
       }
     }
   }

@@ -97,19 +97,26 @@ bool stem_dims(const OpNode& op, sgemm::MicroKernel level, stem::Geometry* out) 
 // A depthwise Conv the kernel runs sixteen channels at a time at this level
 // (depthwise::channels_take), whose weights it reads one vector a tap
 // ("dw-c16"): its channels and taps.
-bool lane_dims(const OpNode& op, sgemm::MicroKernel level, int64_t* channels, int64_t* taps) {
+// The form's channels and taps, whatever the level (pack arranges what a
+// level's layouts asked for: whether a level takes the node is not its
+// business; asking AVX-512's left an AVX2 run's weights unarranged once
+// AVX-512 stopped taking some layers).
+bool lane_shape(const OpNode& op, int64_t* channels, int64_t* taps) {
   if (!op.has_input(0) || !op.has_input(1)) return false;
   const Shape& x = op.inputs[0].shape;
   const Shape& w = op.inputs[1].shape;
   if (x.size() < 3 || x.size() > 5 || w.size() != x.size() || w[1] != 1) return false;
-  const OpNode conv = op.op == "Conv" ? op : kite::ops::fused_primitive(op, "Conv", 3);
-  kite::ops::WindowGeometry g;
-  if (!kite::ops::window_geometry(conv, &g, nullptr) || !depthwise::channels_take(g, x[1], w[0], level)) {
-    return false;
-  }
   *channels = w[0];
   *taps = product(w, 2);
   return true;
+}
+
+bool lane_dims(const OpNode& op, sgemm::MicroKernel level, int64_t* channels, int64_t* taps) {
+  if (!lane_shape(op, channels, taps)) return false;
+  const Shape& x = op.inputs[0].shape;
+  const OpNode conv = op.op == "Conv" ? op : kite::ops::fused_primitive(op, "Conv", 3);
+  kite::ops::WindowGeometry g;
+  return kite::ops::window_geometry(conv, &g, nullptr) && depthwise::channels_take(g, x[1], *channels, level);
 }
 
 // ConvTranspose: W (C, M/G, k...); per group A = W_g^T, rows (m, tap), cols c.
@@ -265,7 +272,7 @@ void pack(const OpNode& op, const Layout& layout, float* dst) {
     if (stem_dims(op, sgemm::MicroKernel::kAvx512, &sg)) stem::arrange_weights(sg, w, dst);
   } else if (prim == "Conv" && layout.name == kLaneLayout) {
     int64_t channels = 0, taps = 0;
-    if (lane_dims(op, sgemm::MicroKernel::kAvx512, &channels, &taps)) {
+    if (lane_shape(op, &channels, &taps) && layout.floats == depthwise::lane_weight_floats(channels, taps)) {
       depthwise::arrange_channel_weights(w, channels, taps, dst);
     }
   } else if (prim == "Conv" && layout.name.compare(0, 4, "wino") == 0) {
