@@ -304,8 +304,9 @@ inline __mmask16 first_lanes(int64_t n) {
 struct Finish16 {
   Plane::Act act;
   __m512 lo, hi;
-  explicit Finish16(const Channels& c)
-      : act(c.act), lo(_mm512_set1_ps(c.lo)), hi(_mm512_set1_ps(c.hi)) {}
+  Finish16(Plane::Act a, float l, float h) : act(a), lo(_mm512_set1_ps(l)), hi(_mm512_set1_ps(h)) {}
+  explicit Finish16(const Channels& c) : Finish16(c.act, c.lo, c.hi) {}
+  explicit Finish16(const Plane& p) : Finish16(p.act, p.lo, p.hi) {}
   __m512 operator()(__m512 v) const {
     constexpr __mmask16 kAll = 0xFFFF;
     if (act == Plane::kRelu) return _mm512_maskz_max_ps(kAll, v, _mm512_setzero_ps());
@@ -450,6 +451,33 @@ void channels(const Channels& c, float* scratch) {
     }
   }
 }
+// The by-planes kernels' row access: sixteen floats of a row from x, zeros
+// past its `w` (the right padding); a vector of outputs from ox, only those
+// before `ow`.
+inline __m512 load_row(const float* row, int64_t x, int64_t w) {
+  const int64_t left = w - x;
+  if (left >= 16) return _mm512_loadu_ps(row + x);
+  return left <= 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(first_lanes(left), row + x);
+}
+inline void store_row(float* out, int64_t ox, int64_t ow, __m512 v) {
+  const int64_t n = ow - ox;
+  if (n >= 16) {
+    _mm512_storeu_ps(out + ox, v);
+  } else {
+    _mm512_mask_storeu_ps(out + ox, first_lanes(n), v);
+  }
+}
+// v shifted one lane up, lane 0 from before's lane 15 (the column before),
+// or one lane down, lane 15 from after's lane 0 (the column after).
+inline __m512 column_before(__m512 v, __m512 before) {
+  return _mm512_castsi512_ps(
+      _mm512_maskz_alignr_epi32(0xFFFF, _mm512_castps_si512(v), _mm512_castps_si512(before), 15));
+}
+inline __m512 column_after(__m512 v, __m512 after) {
+  return _mm512_castsi512_ps(
+      _mm512_maskz_alignr_epi32(0xFFFF, _mm512_castps_si512(after), _mm512_castps_si512(v), 1));
+}
+
 // 3x3, stride 2, padding 1 (the downsampling depthwise layers): each output
 // row from its three input rows as they lie in the plane, no scratch copy.
 // Sixteen outputs read 32 input columns, two loads, split by two-source
@@ -461,12 +489,10 @@ void channels(const Channels& c, float* scratch) {
 void s2k3(const Plane& p) {
   const __m512i even_idx = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   const __m512i odd_idx = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-  const __m512 zero = _mm512_setzero_ps();
   __m512 w[9];
   for (int k = 0; k < 9; ++k) w[k] = _mm512_set1_ps(p.weights[k]);
   const __m512 bias = _mm512_set1_ps(p.bias);
-  const __m512 lo = _mm512_set1_ps(p.lo), hi = _mm512_set1_ps(p.hi);
-  constexpr __mmask16 kAll = 0xFFFF;
+  const Finish16 finish(p);
   for (int64_t oy = 0; oy < p.oh; ++oy) {
     const float* rows[3];
     int nrows = 0;
@@ -479,40 +505,24 @@ void s2k3(const Plane& p) {
       }
       rows[nrows++] = p.in + iy * p.w;
     }
-    float* out = p.out + oy * p.ow;
-    __m512 prev[3] = {zero, zero, zero};  // each row's odd columns of the sixteen before
+    // Each row's odd columns of the sixteen outputs before (the padding's
+    // zero before the first).
+    __m512 prev[3] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int64_t ox = 0; ox < p.ow; ox += 16) {
       const int64_t x = 2 * ox;
-      const int64_t left = p.w - x;  // input columns from x to the row's end
-      const __mmask16 ma = left >= 16 ? kAll : left <= 0 ? __mmask16{0} : static_cast<__mmask16>((1u << left) - 1);
-      const __mmask16 mb = left >= 32 ? kAll : left <= 16 ? __mmask16{0} : static_cast<__mmask16>((1u << (left - 16)) - 1);
       __m512 acc = bias;
       for (int r = 0; r < nrows; ++r) {
-        const float* in = rows[r] + x;
-        const __m512 a = ma == kAll ? _mm512_loadu_ps(in) : _mm512_maskz_loadu_ps(ma, in);
-        const __m512 b = mb == kAll ? _mm512_loadu_ps(in + 16) : _mm512_maskz_loadu_ps(mb, in + 16);
+        const __m512 a = load_row(rows[r], x, p.w), b = load_row(rows[r], x + 16, p.w);
         const __m512 even = _mm512_permutex2var_ps(a, even_idx, b);
         const __m512 odd = _mm512_permutex2var_ps(a, odd_idx, b);
-        const __m512 before = _mm512_castsi512_ps(
-            _mm512_maskz_alignr_epi32(kAll, _mm512_castps_si512(odd), _mm512_castps_si512(prev[r]), 15));
+        const __m512 before = column_before(odd, prev[r]);
         prev[r] = odd;
         const int ky = first_tap + r;
         acc = _mm512_fmadd_ps(before, w[ky * 3], acc);
         acc = _mm512_fmadd_ps(even, w[ky * 3 + 1], acc);
         acc = _mm512_fmadd_ps(odd, w[ky * 3 + 2], acc);
       }
-      if (p.act == Plane::kRelu) {
-        acc = _mm512_maskz_max_ps(kAll, acc, zero);
-      } else if (p.act == Plane::kClip) {
-        acc = _mm512_maskz_max_ps(kAll, lo, acc);
-        acc = _mm512_maskz_min_ps(kAll, hi, acc);
-      }
-      const int64_t n = p.ow - ox;
-      if (n >= 16) {
-        _mm512_storeu_ps(out + ox, acc);
-      } else {
-        _mm512_mask_storeu_ps(out + ox, static_cast<__mmask16>((1u << n) - 1), acc);
-      }
+      store_row(p.out + oy * p.ow, ox, p.ow, finish(acc));
     }
   }
 }
@@ -527,52 +537,25 @@ void s1k3(const Plane& p) {
   __m512 w[9];
   for (int k = 0; k < 9; ++k) w[k] = _mm512_set1_ps(p.weights[k]);
   const __m512 bias = _mm512_set1_ps(p.bias);
-  const __m512 lo = _mm512_set1_ps(p.lo), hi = _mm512_set1_ps(p.hi);
-  constexpr __mmask16 kAll = 0xFFFF;
-  auto mask_at = [&](int64_t x) -> __mmask16 {
-    const int64_t left = p.w - x;
-    return left >= 16 ? kAll : left <= 0 ? __mmask16{0} : static_cast<__mmask16>((1u << left) - 1);
-  };
-  auto load = [&](const float* row, int64_t x) {
-    const __mmask16 m = mask_at(x);
-    return m == kAll ? _mm512_loadu_ps(row + x) : _mm512_maskz_loadu_ps(m, row + x);
-  };
-  auto finish = [&](__m512 acc, float* out, int64_t ox) {
-    if (p.act == Plane::kRelu) {
-      acc = _mm512_maskz_max_ps(kAll, acc, zero);
-    } else if (p.act == Plane::kClip) {
-      acc = _mm512_maskz_max_ps(kAll, lo, acc);
-      acc = _mm512_maskz_min_ps(kAll, hi, acc);
-    }
-    const int64_t n = p.ow - ox;
-    if (n >= 16) {
-      _mm512_storeu_ps(out + ox, acc);
-    } else {
-      _mm512_mask_storeu_ps(out + ox, static_cast<__mmask16>((1u << n) - 1), acc);
-    }
-  };
+  const Finish16 finish(p);
   for (int64_t oy = 0; oy < p.oh; oy += 2) {
     const bool two = oy + 1 < p.oh;
     // Input rows oy - 1 .. oy + 2 (null: padding); output row oy reads the
     // first three, oy + 1 the last three.
     const float* rows[4];
+    __m512 prev[4], cur[4];
     for (int k = 0; k < 4; ++k) {
       const int64_t iy = oy - 1 + k;
       rows[k] = iy >= 0 && iy < p.h && (k < 3 || two) ? p.in + iy * p.w : nullptr;
-    }
-    __m512 prev[4], cur[4];
-    for (int k = 0; k < 4; ++k) {
       prev[k] = zero;
-      cur[k] = rows[k] ? load(rows[k], 0) : zero;
+      cur[k] = rows[k] ? load_row(rows[k], 0, p.w) : zero;
     }
     for (int64_t ox = 0; ox < p.ow; ox += 16) {
       __m512 a0 = bias, a1 = bias;
       for (int k = 0; k < 4; ++k) {
         if (rows[k] == nullptr) continue;
-        const __m512 next = load(rows[k], ox + 16);
-        const __m512i c = _mm512_castps_si512(cur[k]);
-        const __m512 left = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(kAll, c, _mm512_castps_si512(prev[k]), 15));
-        const __m512 right = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(kAll, _mm512_castps_si512(next), c, 1));
+        const __m512 next = load_row(rows[k], ox + 16, p.w);
+        const __m512 left = column_before(cur[k], prev[k]), right = column_after(cur[k], next);
         if (k < 3) {
           a0 = _mm512_fmadd_ps(left, w[k * 3], a0);
           a0 = _mm512_fmadd_ps(cur[k], w[k * 3 + 1], a0);
@@ -586,8 +569,8 @@ void s1k3(const Plane& p) {
         prev[k] = cur[k];
         cur[k] = next;
       }
-      finish(a0, p.out + oy * p.ow, ox);
-      if (two) finish(a1, p.out + (oy + 1) * p.ow, ox);
+      store_row(p.out + oy * p.ow, ox, p.ow, finish(a0));
+      if (two) store_row(p.out + (oy + 1) * p.ow, ox, p.ow, finish(a1));
     }
   }
 }
@@ -673,24 +656,16 @@ bool channels_take(const kite::ops::WindowGeometry& g, int64_t channels, int64_t
   const int64_t h = rows ? g.input[x - 1] : 1, oh = rows ? g.output[x - 1] : 1;
   const int64_t kh = rows ? g.kernel[x - 1] : 1, sh = rows ? g.strides[x - 1] : 1;
   const int64_t ph = rows ? g.pads_begin[x - 1] : 0;
-  // 3x3 stride-2 layers with rows of 28 outputs or more go by planes on
-  // AVX-512 (the per-plane kernel's s2k3, depthwise.cpp), whose three
-  // shuffles an input row cost less than the blocks' transposes. Zen 4, 1
-  // thread: mobilenet_v2's 96-channel 112x112 layer 0.228 -> 0.183 ms, its
-  // 144-channel 56x56 one 0.086 -> 0.079, mobilenet_v3_small's 72-channel
-  // 56x56 one 0.045 -> 0.038; on 28x28 and 14x14 inputs (rows of 14 and 7)
-  // the blocks stay faster (0.031 against 0.039, 0.030 against 0.058).
-  if (level == sgemm::MicroKernel::kAvx512 && rows && kh == 3 && g.kernel[x] == 3 && sh == 2 &&
-      g.strides[x] == 2 && ph == 1 && g.pads_begin[x] == 1 && g.output[x] >= 28) {
-    return false;
-  }
-  // So do the 3x3 stride-1 ones (s1k3: one load and two alignr an input
-  // row, shared by two output rows), same width: mobilenet_v2's 32-channel
-  // 112x112 layer 0.185 -> 0.126 ms, its 144-channel 56x56 ones 0.197 ->
-  // 0.161, the 28x28 ones 0.97-0.99x; 14x14 and 7x7 planes 1.1-2.1x slower.
-  // mobilenet_v2 0.985 (1 thread) and 0.97 (2).
-  if (level == sgemm::MicroKernel::kAvx512 && rows && kh == 3 && g.kernel[x] == 3 && sh == 1 &&
-      g.strides[x] == 1 && ph == 1 && g.pads_begin[x] == 1 && g.output[x] >= 28) {
+  // 3x3 layers of stride 1 or 2 with rows of 28 outputs or more go by
+  // planes on AVX-512 (s1k3, s2k3 above), whose one or two shuffles an
+  // input row cost less than the blocks' transposes. Zen 4, 1 thread:
+  // mobilenet_v2's 32-channel 112x112 layer 0.185 -> 0.126 ms, 96-channel
+  // 112x112 stride 2 0.228 -> 0.183, 144-channel 56x56 0.197 -> 0.161,
+  // mobilenet_v3_small's 72-channel 56x56 stride 2 0.045 -> 0.038; 28x28
+  // inputs 0.92-0.99x; on 14x14 and 7x7 ones (rows of one vector) the
+  // blocks stay faster (by planes 1.1-2.1x slower).
+  if (level == sgemm::MicroKernel::kAvx512 && rows && kh == 3 && g.kernel[x] == 3 && sh == g.strides[x] &&
+      (sh == 1 || sh == 2) && ph == 1 && g.pads_begin[x] == 1 && g.output[x] >= 28) {
     return false;
   }
   // Any plane whose one-row band fits the limit.

@@ -94,12 +94,9 @@ bool stem_dims(const OpNode& op, sgemm::MicroKernel level, stem::Geometry* out) 
   return true;
 }
 
-// A depthwise Conv the kernel runs sixteen channels at a time at this level
-// (depthwise::channels_take), whose weights it reads one vector a tap
-// ("dw-c16"): its channels and taps.
-// The form's channels and taps, whatever the level (pack arranges what a
-// level's layouts asked for: whether a level takes the node is not its
-// business; asking AVX-512's left an AVX2 run's weights unarranged once
+// A depthwise Conv's channels and taps for the "dw-c16" form, whatever the
+// level: pack arranges what a level's layouts asked for (asking whether
+// AVX-512 takes the node left an AVX2 run's weights unarranged once
 // AVX-512 stopped taking some layers).
 bool lane_shape(const OpNode& op, int64_t* channels, int64_t* taps) {
   if (!op.has_input(0) || !op.has_input(1)) return false;
@@ -111,6 +108,9 @@ bool lane_shape(const OpNode& op, int64_t* channels, int64_t* taps) {
   return true;
 }
 
+// A depthwise Conv the kernel runs sixteen channels at a time at this level
+// (depthwise::channels_take), whose weights it reads one vector a tap
+// ("dw-c16"): its channels and taps.
 bool lane_dims(const OpNode& op, sgemm::MicroKernel level, int64_t* channels, int64_t* taps) {
   if (!lane_shape(op, channels, taps)) return false;
   const Shape& x = op.inputs[0].shape;
