@@ -562,6 +562,22 @@ void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const floa
   // level has block kernels (which take a k range): each half's tasks on
   // half of the threads, as a GEMM of its own.
   const int64_t k_half = split_scratch && job.block ? k_split_at(m, k) : 0;
+  // A GEMM under kMinSplitFlops runs on the calling thread: its halves
+  // would take ~5 us each, and the handoff, the second thread's reads of
+  // the activations the layer before left on the first (and the next
+  // layer's of its output) cost that much or more. The transformers'
+  // layers (32 tokens x 64 features, MLP 256) are 0.26-1.05 MFLOP. Zen 4,
+  // 2 threads, kite-run --profile, split / not: vCPUs ~28 ns apart,
+  // text_transformer 0.120 -> 0.117 ms (its MLP's second layer 13.7 -> 11.3
+  // us, the GELU one 12.0 -> 14.9), vit_small 0.077 -> 0.075; ~170 ns
+  // apart, 0.295 -> 0.139 and 0.200 -> 0.142 (1 thread: 0.123, 0.072).
+  // The convolutional models' layers are all above it (no change).
+  // The sum's order does not depend on it (a k split runs its halves in
+  // turn on one thread), so neither do the bits.
+  constexpr double kMinSplitFlops = 1.5e6;
+  if (2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < kMinSplitFlops) {
+    pool = nullptr;
+  }
   const int64_t pool_threads = pool ? pool->size() : 1;
   const int64_t threads = k_half > 0 ? std::max<int64_t>(1, pool_threads / 2) : pool_threads;
   auto tasks_for = [&](int64_t rb, int64_t cb) {
