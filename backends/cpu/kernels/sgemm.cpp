@@ -567,10 +567,11 @@ void run_gemm(int64_t m, int64_t n, int64_t k, const float* packed_a, const floa
   // the activations the layer before left on the first (and the next
   // layer's of its output) cost that much or more. The transformers'
   // layers (32 tokens x 64 features, MLP 256) are 0.26-1.05 MFLOP. Zen 4,
-  // 2 threads, kite-run --profile, split / not: vCPUs ~28 ns apart,
-  // text_transformer 0.120 -> 0.117 ms (its MLP's second layer 13.7 -> 11.3
-  // us, the GELU one 12.0 -> 14.9), vit_small 0.077 -> 0.075; ~170 ns
-  // apart, 0.295 -> 0.139 and 0.200 -> 0.142 (1 thread: 0.123, 0.072).
+  // 2 threads, split / not: vCPUs ~28 ns apart (ab_libs.py --alternate),
+  // text_transformer 0.1145 -> 0.1119 ms, vit_small 0.0741 -> 0.0706
+  // (kite-run --profile: the MLP's second layer 13.7 -> 11.3 us, the GELU
+  // one 12.0 -> 14.9); ~170 ns apart with every run spread (--profile, the
+  // run chooser off), 0.295 -> 0.139 and 0.200 -> 0.142.
   // The convolutional models' layers are all above it (no change).
   // The sum's order does not depend on it (a k split runs its halves in
   // turn on one thread), so neither do the bits.
