@@ -775,6 +775,70 @@ TEST(Sgemm, ColumnSharesCoverEveryColumnWithOneThreadsBits) {
   }
 }
 
+// A GEMM under sgemm's kMinSplitFlops (1.5 MFLOP) runs on the calling
+// thread even with a pool; a larger one shares its tasks. The tile hook
+// records the threads that finish tiles; on the caller's first tile it
+// waits (up to 2 s) for another thread to finish one, so a split GEMM's
+// worker shows whatever the timing, and an unsplit one costs that wait.
+// Values against the one-thread product, bit for bit.
+TEST(Sgemm, SmallProductsRunOnTheCallingThread) {
+  namespace sg = kite::cpu::sgemm;
+  kite::cpu::ThreadPool pool(2);
+  struct Seen {
+    std::thread::id caller;
+    std::mutex mu;
+    std::vector<std::thread::id> ids;
+    bool waited = false;
+  };
+  auto record = [](const void* ctx, float*, int64_t, int64_t, int64_t) {
+    Seen& seen = *static_cast<Seen*>(const_cast<void*>(ctx));
+    const std::thread::id me = std::this_thread::get_id();
+    bool wait = false;
+    {
+      std::lock_guard<std::mutex> lock(seen.mu);
+      if (std::find(seen.ids.begin(), seen.ids.end(), me) == seen.ids.end()) seen.ids.push_back(me);
+      wait = me == seen.caller && !seen.waited;
+      seen.waited = seen.waited || wait;
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (wait && std::chrono::steady_clock::now() < until) {
+      {
+        std::lock_guard<std::mutex> lock(seen.mu);
+        if (seen.ids.size() > 1) break;
+      }
+      std::this_thread::yield();
+    }
+  };
+  struct Shape {
+    int64_t m, n, k;
+    bool split;
+  };
+  // The transformers' MLP layer (32 tokens, 256 -> 64: 1.05 MFLOP) and a
+  // 56x56 pointwise layer (38.5 MFLOP).
+  for (const Shape sh : {Shape{32, 64, 256, false}, Shape{96, 3136, 64, true}}) {
+    const int64_t m = sh.m, n = sh.n, k = sh.k;
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
+    ASSERT_EQ(2.0 * m * n * k >= 1.5e6, sh.split);
+    const std::vector<float> a = Random(m * k, 211), b = Random(k * n, 212);
+    std::vector<float> pa(static_cast<size_t>(sg::packed_a_floats(m, k)));
+    std::vector<float> pb(static_cast<size_t>(sg::packed_b_floats(k, n)));
+    sg::pack_a(a.data(), k, 1, m, k, 1.0f, pa.data(), nullptr);
+    sg::pack_b(b.data(), n, 1, k, n, pb.data(), nullptr);
+    std::vector<float> one(static_cast<size_t>(m * n)), two(one.size());
+    sg::gemm_packed(m, n, k, pa.data(), pb.data(), one.data(), n, nullptr, false, nullptr);
+    Seen seen;
+    seen.caller = std::this_thread::get_id();
+    sg::Epilogue e;
+    e.tile = record;
+    e.tile_ctx = &seen;
+    sg::gemm_packed(m, n, k, pa.data(), pb.data(), two.data(), n, nullptr, false, &pool, &e);
+    ExpectExact(two, one);
+    ASSERT_FALSE(seen.ids.empty());
+    EXPECT_EQ(seen.ids[0], seen.caller);
+    EXPECT_EQ(seen.ids.size(), sh.split ? 2u : 1u);
+  }
+}
+
 TEST(Sgemm, TileHookRunsOnceOnEveryValueWithTheActivationsBits) {
   using kite::cpu::sgemm::MicroKernel;
   namespace sg = kite::cpu::sgemm;

@@ -467,6 +467,18 @@ inline void store_row(float* out, int64_t ox, int64_t ow, __m512 v) {
     _mm512_mask_storeu_ps(out + ox, first_lanes(n), v);
   }
 }
+// A two-row step of the by-planes kernels (s2k3, s1k3): outputs ox .. ox +
+// 31 of row 0 (a00, a01) and, when two, of row 1 (a10, a11), those before
+// ow, finished.
+inline void store_step(float* out0, float* out1, bool two, int64_t ox, int64_t ow, const Finish16& finish,
+                       __m512 a00, __m512 a01, __m512 a10, __m512 a11) {
+  const bool second = ox + 16 < ow;
+  store_row(out0, ox, ow, finish(a00));
+  if (second) store_row(out0, ox + 16, ow, finish(a01));
+  if (!two) return;
+  store_row(out1, ox, ow, finish(a10));
+  if (second) store_row(out1, ox + 16, ow, finish(a11));
+}
 // v shifted one lane up, lane 0 from before's lane 15 (the column before),
 // or one lane down, lane 15 from after's lane 0 (the column after).
 inline __m512 column_before(__m512 v, __m512 before) {
@@ -550,12 +562,7 @@ void s2k3(const Plane& p) {
           a11 = fma3(w + (k - 2) * 3, t1.before, t1.even, t1.odd, a11);
         }
       }
-      store_row(out0, ox, p.ow, finish(a00));
-      if (ox + 16 < p.ow) store_row(out0, ox + 16, p.ow, finish(a01));
-      if (two) {
-        store_row(out1, ox, p.ow, finish(a10));
-        if (ox + 16 < p.ow) store_row(out1, ox + 16, p.ow, finish(a11));
-      }
+      store_step(out0, out1, two, ox, p.ow, finish, a00, a01, a10, a11);
     }
   }
 }
@@ -605,12 +612,7 @@ void s1k3(const Plane& p) {
         prev[k] = next;
         cur[k] = next2;
       }
-      store_row(out0, ox, p.ow, finish(a00));
-      if (ox + 16 < p.ow) store_row(out0, ox + 16, p.ow, finish(a01));
-      if (two) {
-        store_row(out1, ox, p.ow, finish(a10));
-        if (ox + 16 < p.ow) store_row(out1, ox + 16, p.ow, finish(a11));
-      }
+      store_step(out0, out1, two, ox, p.ow, finish, a00, a01, a10, a11);
     }
   }
 }
