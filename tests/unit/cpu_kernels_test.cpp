@@ -779,7 +779,8 @@ TEST(Sgemm, ColumnSharesCoverEveryColumnWithOneThreadsBits) {
 // thread even with a pool; a larger one shares its tasks. The tile hook
 // records the threads that finish tiles; on the caller's first tile it
 // waits (up to 2 s) for another thread to finish one, so a split GEMM's
-// worker shows whatever the timing, and an unsplit one costs that wait.
+// worker shows whatever the timing (under load the worker may take every
+// task), and an unsplit one costs that wait.
 // Values against the one-thread product, bit for bit.
 TEST(Sgemm, SmallProductsRunOnTheCallingThread) {
   namespace sg = kite::cpu::sgemm;
@@ -833,9 +834,12 @@ TEST(Sgemm, SmallProductsRunOnTheCallingThread) {
     e.tile_ctx = &seen;
     sg::gemm_packed(m, n, k, pa.data(), pb.data(), two.data(), n, nullptr, false, &pool, &e);
     ExpectExact(two, one);
+    // Split: a worker finished a tile (all of them, when the caller was
+    // descheduled meanwhile). Not split: only the caller did.
     ASSERT_FALSE(seen.ids.empty());
-    EXPECT_EQ(seen.ids[0], seen.caller);
-    EXPECT_EQ(seen.ids.size(), sh.split ? 2u : 1u);
+    const bool worker = std::any_of(seen.ids.begin(), seen.ids.end(),
+                                    [&](std::thread::id id) { return id != seen.caller; });
+    EXPECT_EQ(worker, sh.split);
   }
 }
 
